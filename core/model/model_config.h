@@ -1,0 +1,47 @@
+// ModelConfig: the architecture of one Transformer. Defaults are the paper's base model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/ops/attention_scale.h"
+
+namespace attnlab {
+
+enum class NormPlacement { kPost, kPre };     // post: LN(x + sublayer(x)) (paper); pre: x + sublayer(LN(x))
+enum class PositionKind { kSinusoidal, kLearned };
+
+struct ModelConfig {
+  int64_t encoder_layers = 6;      // N in the paper, encoder side
+  int64_t decoder_layers = 6;      // N in the paper, decoder side
+  int64_t d_model = 512;           // width of the residual stream
+  int64_t d_ff = 2048;             // inner width of the position-wise FFN
+  int64_t heads = 8;               // h
+  int64_t d_k = 64;                // per-head query/key width (0 = d_model / heads)
+  int64_t d_v = 64;                // per-head value width (0 = d_model / heads)
+  double dropout = 0.1;            // P_drop on sub-layer outputs and embedding sums
+  double attention_dropout = 0.0;  // dropout on attention probabilities
+  NormPlacement norm = NormPlacement::kPost;
+  PositionKind positions = PositionKind::kSinusoidal;
+  int64_t max_positions = 1024;    // rows of the position table
+  AttentionScale attention_scale;  // rsqrt_dk | none | inv_dk | <number> | learned
+  bool tie_embeddings = true;      // one matrix for source, target embedding and output projection
+  bool output_bias = false;        // a bias on the pre-softmax projection
+  int64_t vocab_size = 37000;      // shared vocabulary size N
+  int32_t pad_id = 0;
+  int32_t bos_id = 1;
+  int32_t eos_id = 2;
+  double layer_norm_eps = 1e-5;
+
+  // Fills d_k/d_v left at 0 with d_model / heads.
+  void resolve_defaults();
+  // Cross-field rules; throws Error naming the field and what was expected.
+  void validate() const;
+};
+
+std::string to_string(NormPlacement norm);
+std::string to_string(PositionKind positions);
+NormPlacement parse_norm(const std::string& text);          // "post" | "pre"
+PositionKind parse_positions(const std::string& text);      // "sinusoidal" | "learned"
+
+}  // namespace attnlab

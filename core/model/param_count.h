@@ -1,0 +1,28 @@
+// Parameter counts by component, from the same name table the model allocates (so they cannot drift),
+// and the analytic formula they are tested against.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model/model_config.h"
+
+namespace attnlab {
+
+struct ComponentCount {
+  std::string component;  // embeddings | encoder.attention | encoder.ffn | decoder.self_attention |
+                          // decoder.cross_attention | decoder.ffn | norms | positions | output
+  int64_t params = 0;
+};
+
+// Counted from ParamTable's entries, grouped by component, in the order above (zeros omitted).
+std::vector<ComponentCount> parameter_counts(const ModelConfig& config);
+// Closed-form total for the same architecture.
+int64_t analytic_parameter_count(const ModelConfig& config);
+// Training FLOPs per target token (forward + backward = 3x forward matmul FLOPs), for source and
+// target lengths src_length/tgt_length.
+double training_flops_per_target_token(const ModelConfig& config, int64_t src_length,
+                                       int64_t tgt_length);
+
+}  // namespace attnlab
