@@ -1,5 +1,5 @@
 // ExperimentConfig: everything one run needs, as typed structs with defaults (the paper's recipe).
-// core/config/ loads it from YAML (strict, with `base:` inheritance and --set overrides) and dumps it.
+// core/config/ loads it from YAML (strict, `base:` inheritance, --set overrides) and dumps it.
 #pragma once
 
 #include <cstdint>
@@ -32,9 +32,9 @@ struct TokenizerConfig {
 struct DataConfig {
   std::string task = "reverse";  // copy | reverse | sort | corpus
   SyntheticTaskConfig synthetic;
-  SplitFiles train, dev, test;   // task: corpus
+  SplitFiles train, dev, test;  // task: corpus
   TokenizerConfig tokenizer;
-  int64_t max_length = 256;      // longer pairs are skipped (and counted)
+  int64_t max_length = 256;  // longer pairs are skipped (and counted)
 };
 
 struct OptimizerConfig {
@@ -51,37 +51,37 @@ struct LrConfig {
 };
 
 struct TrainConfig {
-  int64_t batch_tokens = 25000;    // source + target tokens per global batch (approximate)
-  int64_t accumulate = 1;          // gradient accumulation steps per update
-  int64_t steps = 100000;          // optimizer updates
+  int64_t batch_tokens = 25000;  // source + target tokens per global batch (approximate)
+  int64_t accumulate = 1;        // gradient accumulation steps per update
+  int64_t steps = 100000;        // optimizer updates
   OptimizerConfig optimizer;
   LrConfig lr;
-  double label_smoothing = 0.1;    // eps_ls
-  double clip = 0.0;               // max global gradient norm; 0 = off
-  int64_t checkpoint_every = 1000; // steps between checkpoints; 0 = only at the end
-  int64_t keep_checkpoints = 5;    // newest checkpoints kept
+  double label_smoothing = 0.1;     // eps_ls
+  double clip = 0.0;                // max global gradient norm; 0 = off
+  int64_t checkpoint_every = 1000;  // steps between checkpoints; 0 = only at the end
+  int64_t keep_checkpoints = 5;     // newest checkpoints kept
 };
 
 struct EvalConfig {
-  int64_t every = 1000;            // steps between dev evaluations; 0 = only at the end
+  int64_t every = 1000;  // steps between dev evaluations; 0 = only at the end
   int64_t beam = 4;
-  double length_penalty = 0.6;     // GNMT alpha
-  int64_t max_len_offset = 50;     // max output length = source length + offset
-  int64_t average_last = 0;        // checkpoints averaged for the final evaluation; 0 = none
+  double length_penalty = 0.6;  // GNMT alpha
+  int64_t max_len_offset = 50;  // max output length = source length + offset
+  int64_t average_last = 0;     // checkpoints averaged for the final evaluation; 0 = none
   bool bleu_during_training = false;
 };
 
 struct LogConfig {
-  std::string dir = "runs";          // runs go to <dir>/<sweep>/<run_id>/ or <dir>/<name>/
-  int64_t every = 100;               // steps between rows in /train
-  int64_t diagnostics_every = 0;     // steps between /diagnostics rows; 0 = off
+  std::string dir = "runs";                   // runs go to <dir>/<sweep>/<run_id>/ or <dir>/<name>/
+  int64_t every = 100;                        // steps between rows in /train
+  int64_t diagnostics_every = 0;              // steps between /diagnostics rows; 0 = off
   std::vector<std::string> attention_probes;  // source sentences whose attention maps are saved
 };
 
 struct ClusterConfig {
-  int64_t ranks = 1;            // MPI ranks per run
-  int64_t threads_per_rank = 1; // OpenBLAS/OpenMP threads per rank
-  std::string profile;          // cluster/profiles/<name>.yaml for the Slurm launcher
+  int64_t ranks = 1;             // MPI ranks per run
+  int64_t threads_per_rank = 1;  // OpenBLAS/OpenMP threads per rank
+  std::string profile;           // cluster/profiles/<name>.yaml for the Slurm launcher
 };
 
 struct ExperimentConfig {

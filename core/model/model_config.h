@@ -8,7 +8,8 @@
 
 namespace attnlab {
 
-enum class NormPlacement { kPost, kPre };     // post: LN(x + sublayer(x)) (paper); pre: x + sublayer(LN(x))
+// post: LN(x + sublayer(x)) (the paper); pre: x + sublayer(LN(x)).
+enum class NormPlacement { kPost, kPre };
 enum class PositionKind { kSinusoidal, kLearned };
 
 struct ModelConfig {
@@ -41,7 +42,7 @@ struct ModelConfig {
 
 std::string to_string(NormPlacement norm);
 std::string to_string(PositionKind positions);
-NormPlacement parse_norm(const std::string& text);          // "post" | "pre"
-PositionKind parse_positions(const std::string& text);      // "sinusoidal" | "learned"
+NormPlacement parse_norm(const std::string& text);      // "post" | "pre"
+PositionKind parse_positions(const std::string& text);  // "sinusoidal" | "learned"
 
 }  // namespace attnlab

@@ -1,5 +1,5 @@
-// Parameter counts by component, from the same name table the model allocates (so they cannot drift),
-// and the analytic formula they are tested against.
+// Parameter counts by component, from the same name table the model allocates (so they cannot
+// drift), and the analytic formula they are tested against.
 #pragma once
 
 #include <cstdint>

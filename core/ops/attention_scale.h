@@ -1,4 +1,4 @@
-// The attention scale modes of the ablation: rsqrt_dk (the paper), none, inv_dk, a constant, learned.
+// Attention scale modes of the ablation: rsqrt_dk (the paper), none, inv_dk, a constant, learned.
 #pragma once
 
 #include <cstdint>

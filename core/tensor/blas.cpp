@@ -18,8 +18,8 @@ namespace attnlab::blas {
 namespace {
 
 void check_gemm_args(int64_t m, int64_t n, int64_t k) {
-  CHECK(m >= 0 && n >= 0 && k >= 0) << "gemm sizes must be non-negative, got m=" << m
-                                    << " n=" << n << " k=" << k;
+  CHECK(m >= 0 && n >= 0 && k >= 0)
+      << "gemm sizes must be non-negative, got m=" << m << " n=" << n << " k=" << k;
   constexpr int64_t kMaxBlasInt = 2147483647;
   CHECK(m <= kMaxBlasInt && n <= kMaxBlasInt && k <= kMaxBlasInt)
       << "gemm size exceeds the 32-bit BLAS interface: m=" << m << " n=" << n << " k=" << k;
@@ -83,11 +83,10 @@ template void gemm_strided_batched<float>(bool, bool, int64_t, int64_t, int64_t,
                                           const float*, int64_t, int64_t, const float*, int64_t,
                                           int64_t, float, float*, int64_t, int64_t, int64_t);
 template void gemm_strided_batched<double>(bool, bool, int64_t, int64_t, int64_t, double,
-                                           const double*, int64_t, int64_t, const double*,
-                                           int64_t, int64_t, double, double*, int64_t, int64_t,
-                                           int64_t);
-template void gemm_naive<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*,
-                                int64_t, const float*, int64_t, float, float*, int64_t);
+                                           const double*, int64_t, int64_t, const double*, int64_t,
+                                           int64_t, double, double*, int64_t, int64_t, int64_t);
+template void gemm_naive<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                                const float*, int64_t, float, float*, int64_t);
 template void gemm_naive<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*,
                                  int64_t, const double*, int64_t, double, double*, int64_t);
 

@@ -5,10 +5,11 @@ namespace attnlab::detail {
 
 CheckFailure::CheckFailure(const char* file, int line, const char* condition) {
   std::string path(file);
-  // Report paths relative to the source tree: "core/ops/linear.cpp", not the build machine's prefix.
+  // Report paths relative to the source tree ("core/ops/linear.cpp"), not the build machine's.
   auto core_at = path.rfind("core/");
   if (core_at != std::string::npos) path = path.substr(core_at);
-  where_ = " [check " + std::string(condition) + " failed at " + path + ":" + std::to_string(line) + "]";
+  where_ =
+      " [check " + std::string(condition) + " failed at " + path + ":" + std::to_string(line) + "]";
 }
 
 CheckFailure::~CheckFailure() noexcept(false) {

@@ -37,11 +37,11 @@ class CheckFailure {
 }  // namespace detail
 }  // namespace attnlab
 
-// CHECK(x > 0) << "x must be positive, got " << x;  throws attnlab::Error("x must be positive, got -1
-// [check x > 0 failed at core/foo.cpp:12]").
-#define ATTNLAB_CHECK(condition)                                                               \
-  if (__builtin_expect(static_cast<bool>(condition), 1)) {                                     \
-  } else                                                                                        \
+// CHECK(x > 0) << "x must be positive, got " << x;  throws
+// attnlab::Error("x must be positive, got -1 [check x > 0 failed at core/foo.cpp:12]").
+#define ATTNLAB_CHECK(condition)                           \
+  if (__builtin_expect(static_cast<bool>(condition), 1)) { \
+  } else                                                   \
     ::attnlab::detail::CheckFailure(__FILE__, __LINE__, #condition)
 
 #define CHECK(condition) ATTNLAB_CHECK(condition)
