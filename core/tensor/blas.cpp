@@ -8,12 +8,6 @@
 
 #include "core/util/check.h"
 
-extern "C" {
-char* openblas_get_corename(void);
-void openblas_set_num_threads(int);
-int openblas_get_num_threads(void);
-}
-
 namespace attnlab::blas {
 namespace {
 

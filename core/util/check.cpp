@@ -12,7 +12,7 @@ CheckFailure::CheckFailure(const char* file, int line, const char* condition) {
       " [check " + std::string(condition) + " failed at " + path + ":" + std::to_string(line) + "]";
 }
 
-CheckFailure::~CheckFailure() noexcept(false) {
+CheckFailure::~CheckFailure() noexcept(false) {  // NOLINT(bugprone-exception-escape)
   std::string text = message_.str();
   if (text.empty()) text = "internal check failed";
   throw Error(text + where_);

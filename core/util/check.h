@@ -21,7 +21,8 @@ class CheckFailure {
   CheckFailure(const char* file, int line, const char* condition);
   CheckFailure(const CheckFailure&) = delete;
   CheckFailure& operator=(const CheckFailure&) = delete;
-  [[noreturn]] ~CheckFailure() noexcept(false);
+  // Throwing when the CHECK statement ends is how the message reaches the caller.
+  [[noreturn]] ~CheckFailure() noexcept(false);  // NOLINT(bugprone-exception-escape)
 
   template <typename Value>
   CheckFailure& operator<<(const Value& value) {

@@ -1,0 +1,127 @@
+# attnlab: one entry point for setup, build, tests, lint, benchmarks and a first run.
+#   make deps   make (build)   make test   make test-sanitize   make lint   make format   make bench
+#   make run    make clean
+SHELL := bash
+.SHELLFLAGS := -eo pipefail -c
+.DEFAULT_GOAL := all
+
+BUILD_DIR ?= build
+ASAN_DIR ?= build-asan
+JOBS ?= $(shell nproc)
+BUILD_TYPE ?= Release
+# CI=true turns warnings into errors; WERROR=ON|OFF overrides either way.
+WERROR ?= $(if $(filter true,$(CI)),ON,OFF)
+CTEST_TIMEOUT ?= 300
+# Debian's python3 is the one apt installs h5py, pandas and pytest for (a pyenv python3 earlier on
+# PATH would not see them).
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+BENCH_ARGS ?=
+
+# Every Debian package the project needs: toolchain, numerics, MPI, HDF5, config and CLI libraries,
+# tests and benchmarks, tokenizer, Python analysis, lint, Bible texts for the small parallel corpus,
+# and a single-node Slurm for the sweep tests.
+DEPS := build-essential cmake pkg-config git \
+  libopenblas-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools \
+  libboost-program-options-dev libyaml-cpp-dev \
+  libgtest-dev libgmock-dev libbenchmark-dev \
+  libsentencepiece-dev sentencepiece \
+  python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest \
+  clang-format clang-tidy shellcheck \
+  libsword-utils sword-text-web sword-text-sparv \
+  slurmctld slurmd slurm-client munge
+
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+# OpenBLAS kernel for this CPU (see cluster/env.sh and the README); a value the user set wins.
+ifeq ($(origin OPENBLAS_CORETYPE),undefined)
+OPENBLAS_CORETYPE := $(shell bash $(CURDIR)/cluster/env.sh)
+endif
+ifneq ($(OPENBLAS_CORETYPE),)
+export OPENBLAS_CORETYPE
+endif
+
+# Sources that clang-format checks (C++ under core/, tests/, bench/) and clang-tidy checks (core/).
+FORMAT_DIRS := $(wildcard core tests bench)
+FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
+TIDY_FILES = $(shell find core -type f -name '*.cpp' | sort)
+
+.PHONY: all deps configure build test test-sanitize lint format bench run clean
+
+all: build
+
+deps:
+	@missing=""; \
+	for pkg in $(DEPS); do \
+	  status=$$(dpkg-query -W -f='$${Status}' "$$pkg" 2>/dev/null || true); \
+	  [[ $$status == "install ok installed" ]] || missing="$$missing $$pkg"; \
+	done; \
+	if [[ -z $$missing ]]; then \
+	  echo "deps: all $(words $(DEPS)) packages are installed"; \
+	else \
+	  echo "deps: installing$$missing"; \
+	  $(SUDO) apt-get update -q; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+	    --no-install-recommends -o DPkg::Lock::Timeout=600 $$missing; \
+	fi
+
+configure:
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DATTNLAB_WERROR=$(WERROR)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# ctest, then pytest over tests/python when it holds tests (pytest's exit code 5, "no tests
+# collected", is not a failure).
+test: build
+	@echo "OpenBLAS kernel: $${OPENBLAS_CORETYPE:-chosen by OpenBLAS}"
+	@ctest_status=0; \
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j 2 --timeout $(CTEST_TIMEOUT) \
+	  || ctest_status=$$?; \
+	pytest_result="none"; pytest_status=0; \
+	if [[ -n $$(find tests/python -name 'test_*.py' -o -name '*_test.py' 2>/dev/null) ]]; then \
+	  $(PYTHON) -m pytest -q tests/python || pytest_status=$$?; \
+	  if [[ $$pytest_status == 5 ]]; then pytest_status=0; fi; \
+	  if [[ $$pytest_status == 0 ]]; then pytest_result=ok; else pytest_result=FAILED; fi; \
+	fi; \
+	if [[ $$ctest_status == 0 ]]; then ctest_result=ok; else ctest_result=FAILED; fi; \
+	echo "make test: ctest $$ctest_result, pytest $$pytest_result"; \
+	[[ $$ctest_status == 0 && $$pytest_status == 0 ]]
+
+# Unit tests (not MPI) under AddressSanitizer and UndefinedBehaviorSanitizer, with libstdc++'s
+# bounds checks on operator[]. RelWithDebInfo keeps the gradient checks fast enough for CI.
+# detect_leaks=0: the OpenMP and OpenBLAS thread pools keep per-thread buffers that are never freed
+# at exit, which LeakSanitizer would report as leaks of ours.
+test-sanitize:
+	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNLAB_WERROR=$(WERROR) \
+	  -DATTNLAB_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS=-D_GLIBCXX_ASSERTIONS
+	cmake --build $(ASAN_DIR) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_DIR) -L unit -LE mpi --output-on-failure -j 2 \
+	  --timeout $$(( 3 * $(CTEST_TIMEOUT) ))
+
+# clang-format and clang-tidy both run, so one report shows every finding.
+lint: configure
+	@format_result=ok; tidy_result=ok; \
+	echo "clang-format over $(words $(FORMAT_FILES)) files in $(FORMAT_DIRS)"; \
+	clang-format --dry-run --Werror $(FORMAT_FILES) || format_result=FAILED; \
+	echo "clang-tidy over $(words $(TIDY_FILES)) files in core/"; \
+	printf '%s\n' $(TIDY_FILES) | xargs -P $(JOBS) -n 4 clang-tidy -p $(BUILD_DIR) --quiet 2>&1 \
+	  | { grep -v -E '^[0-9]+ warnings? generated\.$$' || true; } || tidy_result=FAILED; \
+	echo "make lint: clang-format $$format_result, clang-tidy $$tidy_result"; \
+	[[ $$format_result == ok && $$tidy_result == ok ]]
+
+format:
+	clang-format -i $(FORMAT_FILES)
+
+# Runs every benchmark binary that bench/ builds into $(BUILD_DIR)/bench.
+bench: build
+	@if [[ ! -f bench/CMakeLists.txt ]]; then echo "bench: no bench/ suite"; exit 0; fi; \
+	binaries=$$(find $(BUILD_DIR)/bench -maxdepth 1 -type f -perm -u+x 2>/dev/null | sort); \
+	if [[ -z $$binaries ]]; then echo "bench: $(BUILD_DIR)/bench holds no binaries"; exit 1; fi; \
+	for binary in $$binaries; do echo "== $$binary"; "$$binary" $(BENCH_ARGS); done
+
+run: build
+	./$(BUILD_DIR)/attnlab train -c experiments/tasks/reverse.yaml
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR)
