@@ -1,5 +1,5 @@
-// Small tensor utilities shared by test suites: seeded random values, the weighted-sum objective
-// sum(out * R) of gradient checks, float copies and element comparisons.
+// Small tensor utilities shared by test suites: checked views, seeded random values, the
+// weighted-sum objective sum(out * R) of gradient checks, float copies and element comparisons.
 #pragma once
 
 #include <algorithm>
@@ -8,9 +8,24 @@
 #include <cstring>
 #include <vector>
 
+#include "core/tensor/tensor.h"
 #include "core/util/rng.h"
 
 namespace attnlab::test {
+
+// Views over test vectors, checked against the shape they are given.
+template <typename T>
+TensorView<T> view(std::vector<T>& values, Shape shape) {
+  CHECK(static_cast<int64_t>(values.size()) == shape.numel())
+      << "test vector of " << values.size() << " values viewed as " << shape.str();
+  return TensorView<T>(values.data(), shape);
+}
+template <typename T>
+TensorView<const T> const_view(const std::vector<T>& values, Shape shape) {
+  CHECK(static_cast<int64_t>(values.size()) == shape.numel())
+      << "test vector of " << values.size() << " values viewed as " << shape.str();
+  return TensorView<const T>(values.data(), shape);
+}
 
 // n values uniform in [low, high) from a fixed seed.
 inline std::vector<double> random_uniform(int64_t n, uint64_t seed, double low = -1.0,
