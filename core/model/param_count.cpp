@@ -1,0 +1,62 @@
+// Parameter counts from the name table, the closed-form formula, and training FLOPs per token.
+#include "core/model/param_count.h"
+
+#include <map>
+
+#include "core/model/param_table.h"
+
+namespace attnlab {
+
+std::vector<ComponentCount> parameter_counts(const ModelConfig& config) {
+  static const char* kOrder[] = {"embeddings",          "positions",   "encoder.attention",
+                                 "encoder.ffn",         "decoder.self_attention",
+                                 "decoder.cross_attention", "decoder.ffn", "norms", "output"};
+  std::map<std::string, int64_t> totals;
+  const ParamTable table(config);
+  for (const ParamEntry& e : table.entries()) totals[e.component] += e.shape.numel();
+  std::vector<ComponentCount> counts;
+  for (const char* component : kOrder) {
+    auto it = totals.find(component);
+    if (it != totals.end() && it->second > 0) counts.push_back({component, it->second});
+  }
+  return counts;
+}
+
+int64_t analytic_parameter_count(const ModelConfig& c) {
+  const int64_t D = c.d_model, F = c.d_ff, H = c.heads, K = c.d_k, V = c.d_v, N = c.vocab_size;
+  // One attention block: Q and K projections D -> H*K, V projection D -> H*V, output H*V -> D,
+  // each with a bias; plus the learned scale when present.
+  const int64_t attention = 2 * (D * H * K + H * K) + (D * H * V + H * V) + (H * V * D + D) +
+                            (c.attention_scale.learned() ? 1 : 0);
+  const int64_t ffn = (D * F + F) + (F * D + D);
+  const int64_t layer_norm = 2 * D;
+  const int64_t encoder_layer = attention + ffn + 2 * layer_norm;
+  const int64_t decoder_layer = 2 * attention + ffn + 3 * layer_norm;
+  int64_t total = c.encoder_layers * encoder_layer + c.decoder_layers * decoder_layer;
+  total += N * D * (c.tie_embeddings ? 1 : 3);  // shared table, or source + target + output
+  if (c.output_bias) total += N;
+  if (c.positions == PositionKind::kLearned) total += 2 * c.max_positions * D;
+  if (c.norm == NormPlacement::kPre) total += 2 * layer_norm;  // final norm of each stack
+  return total;
+}
+
+double training_flops_per_target_token(const ModelConfig& c, int64_t src_length,
+                                       int64_t tgt_length) {
+  // Multiply-adds of the matmuls, counted per sentence pair, times 2 FLOPs each, times 3 for
+  // forward + backward (backward costs two matmuls per forward matmul).
+  const double D = static_cast<double>(c.d_model), F = static_cast<double>(c.d_ff);
+  const double HK = static_cast<double>(c.heads * c.d_k), HV = static_cast<double>(c.heads * c.d_v);
+  const double S = static_cast<double>(src_length), T = static_cast<double>(tgt_length);
+  const double projections = 2 * D * HK + D * HV + HV * D;
+  const double ffn = 2 * D * F;
+  double encoder = S * (projections + ffn) + S * S * (HK + HV);
+  double decoder_self = T * projections + T * T * (HK + HV);
+  double decoder_cross = T * (D * HK + HV * D) + S * (D * HK + D * HV) + T * S * (HK + HV);
+  double decoder = decoder_self + decoder_cross + T * ffn;
+  double output = T * D * static_cast<double>(c.vocab_size);
+  double forward_macs = static_cast<double>(c.encoder_layers) * encoder +
+                        static_cast<double>(c.decoder_layers) * decoder + output;
+  return 3.0 * 2.0 * forward_macs / T;
+}
+
+}  // namespace attnlab

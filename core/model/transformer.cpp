@@ -1,0 +1,337 @@
+// Transformer construction, workspace layout, and the whole-model forward and backward passes.
+// Legend: B batch, S source length, T target length, D d_model, H heads, K d_k, V d_v, F d_ff,
+// N vocabulary, L the length of the stack at hand (S or T).
+#include "core/model/transformer.h"
+
+#include <cmath>
+#include <cstring>
+
+
+namespace attnlab {
+namespace {
+
+template <typename T>
+TensorView<T> shaped(TensorView<T> pool, Shape shape) {
+  CHECK(shape.numel() <= pool.numel()) << "workspace pool of " << pool.numel()
+                                       << " elements cannot hold " << shape.str();
+  return TensorView<T>(pool.data(), shape);
+}
+
+template <typename T>
+TensorView<const T> in(TensorView<T> view) {
+  return view;
+}
+
+template <typename T>
+void copy(TensorView<T> to, TensorView<const T> from) {
+  check_shape(to.shape(), from.shape(), "copy");
+  std::memcpy(to.data(), from.data(), static_cast<size_t>(from.numel()) * sizeof(T));
+}
+
+AttentionParams attention_params(const ParamTable& t, const std::string& prefix, bool learned) {
+  AttentionParams p{t.index_of(prefix + ".q_proj.weight"),   t.index_of(prefix + ".q_proj.bias"),
+                    t.index_of(prefix + ".k_proj.weight"),   t.index_of(prefix + ".k_proj.bias"),
+                    t.index_of(prefix + ".v_proj.weight"),   t.index_of(prefix + ".v_proj.bias"),
+                    t.index_of(prefix + ".out_proj.weight"), t.index_of(prefix + ".out_proj.bias")};
+  if (learned) p.scale = t.index_of(prefix + ".scale");
+  return p;
+}
+
+LayerNormParams norm_params(const ParamTable& t, const std::string& prefix) {
+  return {t.index_of(prefix + ".weight"), t.index_of(prefix + ".bias")};
+}
+
+FfnParams ffn_params(const ParamTable& t, const std::string& prefix) {
+  return {t.index_of(prefix + ".fc1.weight"), t.index_of(prefix + ".fc1.bias"),
+          t.index_of(prefix + ".fc2.weight"), t.index_of(prefix + ".fc2.bias")};
+}
+
+}  // namespace
+
+template <typename T>
+Transformer<T>::Transformer(const ModelConfig& config, uint64_t init_seed) : config_(config) {
+  config_.resolve_defaults();
+  config_.validate();
+  table_ = ParamTable(config_);
+  params_.assign(static_cast<size_t>(table_.size()), T(0));
+  grads_.assign(static_cast<size_t>(table_.size()), T(0));
+  table_.initialise(params_.data(), config_, init_seed);
+
+  const bool learned = config_.attention_scale.learned();
+  src_embedding_ = table_.index_of("encoder.embed_tokens.weight");
+  tgt_embedding_ = config_.tie_embeddings ? src_embedding_
+                                          : table_.index_of("decoder.embed_tokens.weight");
+  output_weight_ = config_.tie_embeddings ? src_embedding_
+                                          : table_.index_of("decoder.output_projection.weight");
+  if (config_.output_bias) output_bias_ = table_.index_of("decoder.output_projection.bias");
+  if (config_.positions == PositionKind::kLearned) {
+    src_positions_ = table_.index_of("encoder.embed_positions.weight");
+    tgt_positions_ = table_.index_of("decoder.embed_positions.weight");
+  } else {
+    sinusoids_ = Tensor<T>(Shape{config_.max_positions, config_.d_model});
+    ops::sinusoidal_table<T>(sinusoids_.view());
+  }
+  for (int64_t i = 0; i < config_.encoder_layers; ++i) {
+    const std::string layer = "encoder.layers." + std::to_string(i);
+    LayerParams p{};
+    p.self_attn = attention_params(table_, layer + ".self_attn", learned);
+    p.self_attn_norm = norm_params(table_, layer + ".self_attn_layer_norm");
+    p.ffn = ffn_params(table_, layer);
+    p.final_norm = norm_params(table_, layer + ".final_layer_norm");
+    encoder_.push_back(p);
+  }
+  for (int64_t i = 0; i < config_.decoder_layers; ++i) {
+    const std::string layer = "decoder.layers." + std::to_string(i);
+    LayerParams p{};
+    p.self_attn = attention_params(table_, layer + ".self_attn", learned);
+    p.self_attn_norm = norm_params(table_, layer + ".self_attn_layer_norm");
+    p.cross_attn = attention_params(table_, layer + ".encoder_attn", learned);
+    p.cross_attn_norm = norm_params(table_, layer + ".encoder_attn_layer_norm");
+    p.ffn = ffn_params(table_, layer);
+    p.final_norm = norm_params(table_, layer + ".final_layer_norm");
+    decoder_.push_back(p);
+  }
+  if (config_.norm == NormPlacement::kPre) {
+    encoder_final_norm_ = norm_params(table_, "encoder.layer_norm");
+    decoder_final_norm_ = norm_params(table_, "decoder.layer_norm");
+  }
+  // Sized once: carving assigns views into these slots and never allocates.
+  enc_.layers.assign(static_cast<size_t>(config_.encoder_layers),
+                     std::vector<SublayerActivations<T>>(2));
+  dec_.layers.assign(static_cast<size_t>(config_.decoder_layers),
+                     std::vector<SublayerActivations<T>>(3));
+}
+
+template <typename T>
+void Transformer<T>::zero_grads() {
+  std::memset(grads_.data(), 0, grads_.size() * sizeof(T));
+}
+
+template <typename T>
+T Transformer<T>::attention_scale(const AttentionParams& p) const {
+  if (p.scale >= 0) return params_[static_cast<size_t>(table_.entry(p.scale).offset)];
+  return static_cast<T>(config_.attention_scale.initial_value(config_.d_k));
+}
+
+template <typename T>
+TensorView<const T> Transformer<T>::attention_probs(int stack, int64_t layer) const {
+  CHECK(stack >= 0 && stack <= 2) << "attention stack must be 0 (encoder), 1 (decoder self) or 2 "
+                                  << "(decoder cross), got " << stack;
+  const auto& layers = stack == 0 ? enc_.layers : dec_.layers;
+  CHECK(layer >= 0 && layer < static_cast<int64_t>(layers.size()))
+      << "attention layer " << layer << " out of range [0, " << layers.size() << ")";
+  return layers[static_cast<size_t>(layer)][stack == 2 ? 1 : 0].attention.probs;
+}
+
+template <typename T>
+void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length) {
+  const ModelConfig& c = config_;
+  const int64_t B = batch, S = src_length, T_ = tgt_length, D = c.d_model, H = c.heads;
+  const int64_t K = c.d_k, V = c.d_v, F = c.d_ff, N = c.vocab_size;
+  const int64_t L = S > T_ ? S : T_;
+  const bool pre = c.norm == NormPlacement::kPre;
+  auto carve_attention = [&](AttentionActivations<T>& a, int64_t queries, int64_t keys) {
+    a.q = arena_.take({B, queries, H * K});
+    a.k = arena_.take({B, keys, H * K});
+    a.v = arena_.take({B, keys, H * V});
+    a.q_heads = arena_.take({B, H, queries, K});
+    a.k_heads = arena_.take({B, H, keys, K});
+    a.v_heads = arena_.take({B, H, keys, V});
+    a.probs = arena_.take({B, H, queries, keys});
+    a.heads_out = arena_.take({B, H, queries, V});
+    a.combined = arena_.take({B, queries, H * V});
+  };
+  auto carve_sublayer = [&](SublayerActivations<T>& s, int64_t length, int64_t keys, bool ffn) {
+    if (pre) s.normed = arena_.take({B, length, D});
+    if (!pre) s.residual_sum = arena_.take({B, length, D});
+    s.mean = arena_.take({B * length});
+    s.rstd = arena_.take({B * length});
+    s.sub_out = arena_.take({B, length, D});
+    s.out = arena_.take({B, length, D});
+    if (ffn) {
+      s.hidden = arena_.take({B, length, F});
+    } else {
+      carve_attention(s.attention, length, keys);
+    }
+  };
+  auto carve_stack = [&](StackActivations<T>& st, int64_t length, bool decoder) {
+    st.embedded = arena_.take({B, length, D});
+    for (auto& layer : st.layers) {
+      carve_sublayer(layer[0], length, length, false);
+      if (decoder) carve_sublayer(layer[1], length, S, false);
+      carve_sublayer(layer.back(), length, 0, true);
+    }
+    if (pre) {
+      st.final_normed = arena_.take({B, length, D});
+      st.final_mean = arena_.take({B * length});
+      st.final_rstd = arena_.take({B * length});
+      st.output = st.final_normed;
+    } else {
+      st.output = st.layers.back().back().out;
+    }
+  };
+  auto layout = [&](bool counting) {
+    arena_.begin(counting);
+    carve_stack(enc_, S, false);
+    carve_stack(dec_, T_, true);
+    logits_ = arena_.take({B * T_, N});
+    log_probs_ = arena_.take({B * T_, N});
+    d_enc_stream_ = arena_.take({B, S, D});
+    d_dec_stream_ = arena_.take({B, T_, D});
+    d_enc_output_ = arena_.take({B, S, D});
+    pool_tmp1_ = arena_.take({B * L * D});
+    pool_tmp2_ = arena_.take({B * L * D});
+    pool_hidden_ = arena_.take({B * L * F});
+    pool_q_ = arena_.take({B * L * H * K});
+    pool_k_ = arena_.take({B * L * H * K});
+    pool_v_ = arena_.take({B * L * H * V});
+    pool_combined_ = arena_.take({B * L * H * V});
+    pool_q_heads_ = arena_.take({B * L * H * K});
+    pool_k_heads_ = arena_.take({B * L * H * K});
+    pool_v_heads_ = arena_.take({B * L * H * V});
+    pool_heads_out_ = arena_.take({B * L * H * V});
+    pool_scores_ = arena_.take({B * H * L * L});
+  };
+  layout(true);
+  arena_.reserve(arena_.used());
+  layout(false);
+  batch_ = B;
+  src_length_ = S;
+  tgt_length_ = T_;
+}
+
+template <typename T>
+void Transformer<T>::embed_forward(StackActivations<T>& acts, const int32_t* tokens,
+                                   int64_t length, int table_index, int positions_index,
+                                   bool training, uint64_t key) {
+  const int64_t D = config_.d_model;
+  TensorView<T> x = acts.embedded;
+  ops::embedding_forward<T>(x.reshape({batch_ * length, D}), tokens, in(param(table_index)),
+                            static_cast<T>(std::sqrt(static_cast<double>(D))));
+  TensorView<const T> positions = positions_index >= 0 ? in(param(positions_index)) : sinusoids();
+  ops::add_positions_forward<T>(x, positions);
+  const float p = training ? static_cast<float>(config_.dropout) : 0.0f;
+  ops::dropout_forward<T>(x, in(x), p, key);
+}
+
+template <typename T>
+void Transformer<T>::embed_backward(TensorView<T> dembedded, const int32_t* tokens,
+                                    int table_index, int positions_index, bool training,
+                                    uint64_t key) {
+  const int64_t D = config_.d_model;
+  const float p = training ? static_cast<float>(config_.dropout) : 0.0f;
+  ops::dropout_backward<T>(dembedded, in(dembedded), p, key);
+  if (positions_index >= 0) {
+    ops::add_positions_backward<T>(table_.view(grads_.data(), positions_index), in(dembedded));
+  }
+  const int64_t rows = dembedded.numel() / D;
+  ops::embedding_backward<T>(table_.view(grads_.data(), table_index),
+                             in(dembedded.reshape({rows, D})), tokens,
+                             static_cast<T>(std::sqrt(static_cast<double>(D))));
+}
+
+template <typename T>
+void Transformer<T>::attention_forward(AttentionActivations<T>& a, const AttentionParams& p,
+                                       TensorView<const T> query_in,
+                                       TensorView<const T> key_value_in,
+                                       const ops::AttentionMask& mask, TensorView<T> out,
+                                       bool training, uint64_t key) {
+  const int64_t D = config_.d_model;
+  const int64_t queries = query_in.dim(1), keys = key_value_in.dim(1);
+  auto rows = [&](TensorView<T> v, int64_t n) { return v.reshape({batch_ * n, v.dim(2)}); };
+  ops::linear_forward<T>(rows(a.q, queries), query_in.reshape({batch_ * queries, D}),
+                         in(param(p.q_weight)), in(param(p.q_bias)));
+  ops::linear_forward<T>(rows(a.k, keys), key_value_in.reshape({batch_ * keys, D}),
+                         in(param(p.k_weight)), in(param(p.k_bias)));
+  ops::linear_forward<T>(rows(a.v, keys), key_value_in.reshape({batch_ * keys, D}),
+                         in(param(p.v_weight)), in(param(p.v_bias)));
+  ops::split_heads<T>(a.q_heads, in(a.q));
+  ops::split_heads<T>(a.k_heads, in(a.k));
+  ops::split_heads<T>(a.v_heads, in(a.v));
+  const float p_drop = training ? static_cast<float>(config_.attention_dropout) : 0.0f;
+  ops::attention_forward<T>(a.heads_out, a.probs, in(a.q_heads), in(a.k_heads), in(a.v_heads),
+                            mask, attention_scale(p), p_drop, key);
+  ops::combine_heads<T>(a.combined, in(a.heads_out));
+  ops::linear_forward<T>(out.reshape({batch_ * queries, D}), in(rows(a.combined, queries)),
+                         in(param(p.out_weight)), in(param(p.out_bias)));
+}
+
+template <typename T>
+void Transformer<T>::attention_backward(AttentionActivations<T>& a, const AttentionParams& p,
+                                        TensorView<const T> query_in,
+                                        TensorView<const T> key_value_in, TensorView<T> dout,
+                                        TensorView<T> dquery_in, bool accumulate_query,
+                                        TensorView<T> dkey_value_in, bool training, uint64_t key) {
+  const int64_t D = config_.d_model, H = config_.heads, K = config_.d_k, V = config_.d_v;
+  const int64_t queries = query_in.dim(1), keys = key_value_in.dim(1);
+  auto grad = [&](int index) { return table_.view(grads_.data(), index); };
+  TensorView<T> dcombined = shaped(pool_combined_, {batch_ * queries, H * V});
+  ops::linear_backward<T>(dcombined, grad(p.out_weight), grad(p.out_bias),
+                          in(dout.reshape({batch_ * queries, D})),
+                          in(a.combined.reshape({batch_ * queries, H * V})),
+                          in(param(p.out_weight)));
+  TensorView<T> dheads_out = shaped(pool_heads_out_, {batch_, H, queries, V});
+  ops::split_heads<T>(dheads_out, in(dcombined.reshape({batch_, queries, H * V})));
+  TensorView<T> dq_heads = shaped(pool_q_heads_, {batch_, H, queries, K});
+  TensorView<T> dk_heads = shaped(pool_k_heads_, {batch_, H, keys, K});
+  TensorView<T> dv_heads = shaped(pool_v_heads_, {batch_, H, keys, V});
+  T* dscale = p.scale >= 0 ? grad(p.scale).data() : nullptr;
+  const float p_drop = training ? static_cast<float>(config_.attention_dropout) : 0.0f;
+  ops::attention_backward<T>(dq_heads, dk_heads, dv_heads, dscale, in(dheads_out), in(a.q_heads),
+                             in(a.k_heads), in(a.v_heads), in(a.probs),
+                             shaped(pool_scores_, a.probs.shape()), attention_scale(p), p_drop,
+                             key);
+  TensorView<T> dq = shaped(pool_q_, {batch_, queries, H * K});
+  TensorView<T> dk = shaped(pool_k_, {batch_, keys, H * K});
+  TensorView<T> dv = shaped(pool_v_, {batch_, keys, H * V});
+  ops::combine_heads<T>(dq, in(dq_heads));
+  ops::combine_heads<T>(dk, in(dk_heads));
+  ops::combine_heads<T>(dv, in(dv_heads));
+  auto rows = [&](TensorView<T> v, int64_t n) { return v.reshape({batch_ * n, v.dim(2)}); };
+  ops::linear_backward<T>(rows(dquery_in, queries), grad(p.q_weight), grad(p.q_bias),
+                          in(rows(dq, queries)), query_in.reshape({batch_ * queries, D}),
+                          in(param(p.q_weight)), accumulate_query);
+  // Keys and values read the same input: their input gradients add up (and, for self-attention,
+  // add to the query path's).
+  ops::linear_backward<T>(rows(dkey_value_in, keys), grad(p.k_weight), grad(p.k_bias),
+                          in(rows(dk, keys)), key_value_in.reshape({batch_ * keys, D}),
+                          in(param(p.k_weight)), true);
+  ops::linear_backward<T>(rows(dkey_value_in, keys), grad(p.v_weight), grad(p.v_bias),
+                          in(rows(dv, keys)), key_value_in.reshape({batch_ * keys, D}),
+                          in(param(p.v_weight)), true);
+}
+
+template <typename T>
+void Transformer<T>::ffn_forward(SublayerActivations<T>& s, const FfnParams& p,
+                                 TensorView<const T> x) {
+  const int64_t D = config_.d_model, F = config_.d_ff;
+  const int64_t rows = x.numel() / D;
+  TensorView<T> hidden = s.hidden.reshape({rows, F});
+  ops::linear_forward<T>(hidden, x.reshape({rows, D}), in(param(p.fc1_weight)),
+                         in(param(p.fc1_bias)));
+  ops::relu_forward<T>(hidden, in(hidden));
+  ops::linear_forward<T>(s.sub_out.reshape({rows, D}), in(hidden), in(param(p.fc2_weight)),
+                         in(param(p.fc2_bias)));
+}
+
+template <typename T>
+void Transformer<T>::ffn_backward(SublayerActivations<T>& s, const FfnParams& p,
+                                  TensorView<const T> x, TensorView<T> dout, TensorView<T> dx,
+                                  bool accumulate) {
+  const int64_t D = config_.d_model, F = config_.d_ff;
+  const int64_t rows = x.numel() / D;
+  auto grad = [&](int index) { return table_.view(grads_.data(), index); };
+  TensorView<T> hidden = s.hidden.reshape({rows, F});
+  TensorView<T> dhidden = shaped(pool_hidden_, {rows, F});
+  ops::linear_backward<T>(dhidden, grad(p.fc2_weight), grad(p.fc2_bias),
+                          in(dout.reshape({rows, D})), in(hidden), in(param(p.fc2_weight)));
+  ops::relu_backward<T>(dhidden, in(dhidden), in(hidden));
+  ops::linear_backward<T>(dx.reshape({rows, D}), grad(p.fc1_weight), grad(p.fc1_bias),
+                          in(dhidden), x.reshape({rows, D}), in(param(p.fc1_weight)),
+                          accumulate);
+}
+
+template class Transformer<float>;
+template class Transformer<double>;
+
+}  // namespace attnlab

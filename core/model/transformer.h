@@ -1,0 +1,159 @@
+// Transformer: the paper's encoder-decoder with hand-written forward and backward passes.
+// Parameters and gradients are flat buffers laid out by ParamTable; activations live in a
+// workspace carved for the batch shape and reused across steps.
+//
+// Legend: B batch, S source length, T target length, D d_model, H heads, K d_k, V d_v, F d_ff,
+// N vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/data/batch.h"
+#include "core/model/arena.h"
+#include "core/model/model_config.h"
+#include "core/model/param_table.h"
+#include "core/ops/ops.h"
+
+namespace attnlab {
+
+// Entry indices of one attention block's parameters (scale = -1 unless learned).
+struct AttentionParams {
+  int q_weight, q_bias, k_weight, k_bias, v_weight, v_bias, out_weight, out_bias, scale = -1;
+};
+struct LayerNormParams {
+  int weight, bias;
+};
+struct FfnParams {
+  int fc1_weight, fc1_bias, fc2_weight, fc2_bias;
+};
+struct LayerParams {
+  AttentionParams self_attn;
+  LayerNormParams self_attn_norm;
+  AttentionParams cross_attn;  // decoder only
+  LayerNormParams cross_attn_norm;
+  FfnParams ffn;
+  LayerNormParams final_norm;
+};
+
+// Saved activations of one attention block. Queries come from a (B,T,D) input, keys and values
+// from a (B,S,D) input (the same tensor for self-attention).
+template <typename T>
+struct AttentionActivations {
+  TensorView<T> q, k, v;           // (B,T,H*K), (B,S,H*K), (B,S,H*V) projections
+  TensorView<T> q_heads, k_heads, v_heads;  // (B,H,T,K), (B,H,S,K), (B,H,S,V)
+  TensorView<T> probs;             // (B,H,T,S)
+  TensorView<T> heads_out;         // (B,H,T,V)
+  TensorView<T> combined;          // (B,T,H*V)
+};
+
+// One residual sub-layer: post-LN y = LN(x + drop(f(x))); pre-LN y = x + drop(f(LN(x))).
+template <typename T>
+struct SublayerActivations {
+  TensorView<T> normed;        // (B,L,D) pre-LN: LN(x), the sub-layer's input; unused for post-LN
+  TensorView<T> residual_sum;  // (B,L,D) post-LN: x + drop(f(x)), the norm's input
+  TensorView<T> mean, rstd;    // (B*L) saved by the norm
+  TensorView<T> sub_out;       // (B,L,D) f(.) after dropout
+  TensorView<T> out;           // (B,L,D) y
+  AttentionActivations<T> attention;
+  TensorView<T> hidden;        // (B,L,F) FFN: relu(fc1(.))
+};
+
+template <typename T>
+struct StackActivations {
+  TensorView<T> embedded;  // (B,L,D) scale * embedding + positions, after dropout
+  std::vector<std::vector<SublayerActivations<T>>> layers;  // [layer][sublayer]
+  TensorView<T> final_normed, final_mean, final_rstd;      // pre-LN final norm
+  TensorView<T> output;    // (B,L,D) the stack's output (a view of one of the above)
+};
+
+template <typename T>
+class Transformer {
+ public:
+  Transformer(const ModelConfig& config, uint64_t init_seed);
+
+  const ModelConfig& config() const { return config_; }
+  const ParamTable& table() const { return table_; }
+  std::vector<T>& params() { return params_; }
+  const std::vector<T>& params() const { return params_; }
+  std::vector<T>& grads() { return grads_; }
+  TensorView<T> param(int index) { return table_.view(params_.data(), index); }
+  TensorView<T> param(const std::string& name) { return param(table_.index_of(name)); }
+  TensorView<T> grad(const std::string& name) { return table_.view(grads_.data(), table_.index_of(name)); }
+  const std::vector<LayerParams>& encoder_layers() const { return encoder_; }
+  const std::vector<LayerParams>& decoder_layers() const { return decoder_; }
+  int embedding_index() const { return src_embedding_; }
+  int target_embedding_index() const { return tgt_embedding_; }
+  int output_weight_index() const { return output_weight_; }
+  int output_bias_index() const { return output_bias_; }
+  int position_index(bool decoder) const { return decoder ? tgt_positions_ : src_positions_; }
+  TensorView<const T> sinusoids() const { return sinusoids_.view(); }
+
+  // Runs encoder, decoder and the loss for a batch; saves what backward needs. Dropout is active
+  // when `training`, with masks keyed by dropout_seed (derive it from seed, step and rank).
+  ops::LossSums forward(const Batch& batch, float label_smoothing, bool training,
+                        uint64_t dropout_seed);
+  // Accumulates into grads() the gradient of dloss * (summed label-smoothed loss of the last
+  // forward), e.g. dloss = 1 / target tokens for the mean loss.
+  void backward(T dloss);
+  void zero_grads();
+
+  // Logits of the last forward, (B*T, N) as log-probabilities.
+  TensorView<const T> log_probs() const { return log_probs_; }
+  // Attention probabilities of the last forward: stack 0 encoder self, 1 decoder self,
+  // 2 decoder cross; (B,H,T,S).
+  TensorView<const T> attention_probs(int stack, int64_t layer) const;
+  // The scale applied to logits of an attention block (fixed, or the learned parameter).
+  T attention_scale(const AttentionParams& p) const;
+  // The encoder output of the last forward, (B,S,D).
+  TensorView<const T> encoder_output() const { return enc_.output; }
+
+ private:
+  void carve(int64_t batch, int64_t src_length, int64_t tgt_length);
+  void embed_forward(StackActivations<T>& acts, const int32_t* tokens, int64_t length,
+                     int table_index, int positions_index, bool training, uint64_t key);
+  void embed_backward(TensorView<T> dembedded, const int32_t* tokens, int table_index,
+                      int positions_index, bool training, uint64_t key);
+  void stack_forward(StackActivations<T>& acts, const std::vector<LayerParams>& layers,
+                     bool decoder, bool training, uint64_t key);
+  TensorView<T> stack_backward(StackActivations<T>& acts, const std::vector<LayerParams>& layers,
+                               bool decoder, TensorView<T> dout, uint64_t key);
+  void attention_forward(AttentionActivations<T>& acts, const AttentionParams& p,
+                         TensorView<const T> query_in, TensorView<const T> key_value_in,
+                         const ops::AttentionMask& mask, TensorView<T> out, bool training,
+                         uint64_t key);
+  void attention_backward(AttentionActivations<T>& acts, const AttentionParams& p,
+                          TensorView<const T> query_in, TensorView<const T> key_value_in,
+                          TensorView<T> dout, TensorView<T> dquery_in, bool accumulate_query,
+                          TensorView<T> dkey_value_in, bool training, uint64_t key);
+  void ffn_forward(SublayerActivations<T>& acts, const FfnParams& p, TensorView<const T> in);
+  void ffn_backward(SublayerActivations<T>& acts, const FfnParams& p, TensorView<const T> in,
+                    TensorView<T> dout, TensorView<T> din, bool accumulate);
+
+  ModelConfig config_;
+  ParamTable table_;
+  std::vector<T> params_, grads_;
+  std::vector<LayerParams> encoder_, decoder_;
+  int src_embedding_ = -1, tgt_embedding_ = -1, output_weight_ = -1, output_bias_ = -1;
+  int src_positions_ = -1, tgt_positions_ = -1;
+  LayerNormParams encoder_final_norm_{-1, -1}, decoder_final_norm_{-1, -1};
+  Tensor<T> sinusoids_;  // (P,D) fixed table (sinusoidal positions only)
+
+  // Workspace, carved for the current batch shape.
+  Arena<T> arena_;
+  int64_t batch_ = 0, src_length_ = 0, tgt_length_ = 0;
+  std::vector<int32_t> src_, tgt_in_, tgt_out_;
+  std::vector<uint8_t> src_padding_, tgt_padding_;
+  StackActivations<T> enc_, dec_;
+  TensorView<T> logits_, log_probs_;
+  // Backward scratch: flat pools sized for the largest use, viewed with the shape of each use
+  // (backward runs one sub-layer at a time, so every sub-layer reuses the same pools).
+  TensorView<T> d_enc_stream_, d_dec_stream_, d_enc_output_, d_logits_;
+  TensorView<T> pool_tmp1_, pool_tmp2_, pool_hidden_, pool_q_, pool_k_, pool_v_, pool_combined_;
+  TensorView<T> pool_q_heads_, pool_k_heads_, pool_v_heads_, pool_heads_out_, pool_scores_;
+  float label_smoothing_ = 0.0f;
+  bool training_ = false;
+  uint64_t dropout_seed_ = 0;
+};
+
+}  // namespace attnlab

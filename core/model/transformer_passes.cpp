@@ -1,0 +1,263 @@
+// The Transformer's stacks in order: forward (embed, layers, output, loss) and backward in the
+// exact reverse order. Each residual sub-layer is
+//   post-LN (the paper): y = LN(x + drop(f(x)))      pre-LN: y = x + drop(f(LN(x)))
+// Legend: B batch, S source length, T target length, D d_model, N vocabulary, L stack length.
+#include <cstring>
+
+#include "core/model/transformer.h"
+#include "core/util/rng.h"
+
+namespace attnlab {
+namespace {
+
+template <typename T>
+TensorView<const T> in(TensorView<T> view) {
+  return view;
+}
+
+template <typename T>
+TensorView<T> shaped(TensorView<T> pool, Shape shape) {
+  CHECK(shape.numel() <= pool.numel()) << "workspace pool of " << pool.numel()
+                                       << " elements cannot hold " << shape.str();
+  return TensorView<T>(pool.data(), shape);
+}
+
+enum DropoutKind : uint64_t { kEmbedding = 1, kSublayer = 2, kAttentionProbs = 3 };
+uint64_t site_key(uint64_t seed, int stack, int64_t layer, int sublayer, DropoutKind kind) {
+  return rng_key(seed, static_cast<uint64_t>(stack), static_cast<uint64_t>(layer * 8 + sublayer),
+                 kind);
+}
+
+// The input x of sub-layer `sub` of layer `layer`: the previous sub-layer's output.
+template <typename T>
+TensorView<T> sublayer_input(StackActivations<T>& acts, size_t layer, size_t sub) {
+  if (sub > 0) return acts.layers[layer][sub - 1].out;
+  if (layer > 0) return acts.layers[layer - 1].back().out;
+  return acts.embedded;
+}
+
+}  // namespace
+
+template <typename T>
+void Transformer<T>::stack_forward(StackActivations<T>& acts,
+                                   const std::vector<LayerParams>& layers, bool decoder,
+                                   bool training, uint64_t seed) {
+  const bool pre = config_.norm == NormPlacement::kPre;
+  const int stack = decoder ? 1 : 0;
+  const T eps = static_cast<T>(config_.layer_norm_eps);
+  const float p_drop = training ? static_cast<float>(config_.dropout) : 0.0f;
+  const int64_t length = decoder ? tgt_length_ : src_length_;
+  const int64_t rows = batch_ * length, D = config_.d_model;
+  const ops::AttentionMask self_mask{decoder ? tgt_padding_.data() : src_padding_.data(), decoder,
+                                     0};
+  const ops::AttentionMask cross_mask{src_padding_.data(), false, 0};
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerParams& p = layers[i];
+    const size_t sublayers = acts.layers[i].size();
+    for (size_t j = 0; j < sublayers; ++j) {
+      SublayerActivations<T>& s = acts.layers[i][j];
+      TensorView<T> x = sublayer_input(acts, i, j);
+      const bool is_ffn = j + 1 == sublayers;
+      const bool is_cross = decoder && j == 1;
+      const LayerNormParams& norm =
+          is_ffn ? p.final_norm : (is_cross ? p.cross_attn_norm : p.self_attn_norm);
+      TensorView<T> f_in = x;
+      if (pre) {
+        ops::layernorm_forward<T>(s.normed.reshape({rows, D}), s.mean, s.rstd,
+                                  in(x.reshape({rows, D})), in(param(norm.weight)),
+                                  in(param(norm.bias)), eps);
+        f_in = s.normed;
+      }
+      const int64_t layer = static_cast<int64_t>(i);
+      const int sub = static_cast<int>(j);
+      if (is_ffn) {
+        ffn_forward(s, p.ffn, in(f_in));
+      } else if (is_cross) {
+        attention_forward(s.attention, p.cross_attn, in(f_in), in(enc_.output), cross_mask,
+                          s.sub_out, training, site_key(seed, stack, layer, sub, kAttentionProbs));
+      } else {
+        attention_forward(s.attention, p.self_attn, in(f_in), in(f_in), self_mask, s.sub_out,
+                          training, site_key(seed, stack, layer, sub, kAttentionProbs));
+      }
+      ops::dropout_forward<T>(s.sub_out, in(s.sub_out), p_drop,
+                              site_key(seed, stack, layer, sub, kSublayer));
+      if (pre) {
+        ops::residual_forward<T>(s.out, in(x), in(s.sub_out));
+      } else {
+        ops::residual_forward<T>(s.residual_sum, in(x), in(s.sub_out));
+        ops::layernorm_forward<T>(s.out.reshape({rows, D}), s.mean, s.rstd,
+                                  in(s.residual_sum.reshape({rows, D})), in(param(norm.weight)),
+                                  in(param(norm.bias)), eps);
+      }
+    }
+  }
+  if (pre) {
+    const LayerNormParams& norm = decoder ? decoder_final_norm_ : encoder_final_norm_;
+    ops::layernorm_forward<T>(acts.final_normed.reshape({rows, D}), acts.final_mean,
+                              acts.final_rstd, in(acts.layers.back().back().out.reshape({rows, D})),
+                              in(param(norm.weight)), in(param(norm.bias)), eps);
+  }
+}
+
+// dout holds d(stack output) on entry, in a buffer of shape (B,L,D) the stack may overwrite.
+// Returns the buffer holding d(embedded).
+template <typename T>
+TensorView<T> Transformer<T>::stack_backward(StackActivations<T>& acts,
+                                             const std::vector<LayerParams>& layers, bool decoder,
+                                             TensorView<T> dout, uint64_t seed) {
+  const bool pre = config_.norm == NormPlacement::kPre;
+  const int stack = decoder ? 1 : 0;
+  const float p_drop = training_ ? static_cast<float>(config_.dropout) : 0.0f;
+  const int64_t length = decoder ? tgt_length_ : src_length_;
+  const int64_t rows = batch_ * length, D = config_.d_model;
+  auto grad = [&](int index) { return table_.view(grads_.data(), index); };
+  auto flat = [&](TensorView<T> v) { return v.reshape({rows, D}); };
+  // Three (B,L,D) gradient buffers rotate: dy (the stream), and two temporaries.
+  TensorView<T> dy = dout;
+  TensorView<T> tmp_a = shaped(pool_tmp1_, dout.shape());
+  TensorView<T> tmp_b = shaped(pool_tmp2_, dout.shape());
+  if (pre) {
+    const LayerNormParams& norm = decoder ? decoder_final_norm_ : encoder_final_norm_;
+    ops::layernorm_backward<T>(flat(tmp_a), grad(norm.weight), grad(norm.bias), in(flat(dy)),
+                               in(flat(acts.layers.back().back().out)), in(param(norm.weight)),
+                               in(acts.final_mean), in(acts.final_rstd));
+    std::swap(dy, tmp_a);
+  }
+  for (size_t i = layers.size(); i-- > 0;) {
+    const LayerParams& p = layers[i];
+    const size_t sublayers = acts.layers[i].size();
+    for (size_t j = sublayers; j-- > 0;) {
+      SublayerActivations<T>& s = acts.layers[i][j];
+      TensorView<T> x = sublayer_input(acts, i, j);
+      const bool is_ffn = j + 1 == sublayers;
+      const bool is_cross = decoder && j == 1;
+      const LayerNormParams& norm =
+          is_ffn ? p.final_norm : (is_cross ? p.cross_attn_norm : p.self_attn_norm);
+      const int64_t layer = static_cast<int64_t>(i);
+      const int sub = static_cast<int>(j);
+      const uint64_t probs_key = site_key(seed, stack, layer, sub, kAttentionProbs);
+      // dsub: gradient at f's output (before dropout); df_in: gradient at f's input; dx: the new dy.
+      TensorView<T> dsub, df_in, dx;
+      bool accumulate_f_in = false;
+      if (pre) {
+        dsub = tmp_a;
+        df_in = tmp_b;
+        dx = dy;  // dx = dy + LN_backward(df_in), accumulated below
+      } else {
+        // dr = LN_backward(dy); dx = dr + f_backward(drop_backward(dr)).
+        ops::layernorm_backward<T>(flat(tmp_a), grad(norm.weight), grad(norm.bias), in(flat(dy)),
+                                   in(flat(s.residual_sum)), in(param(norm.weight)), in(s.mean),
+                                   in(s.rstd));
+        dsub = tmp_b;
+        dx = tmp_a;
+        df_in = tmp_a;
+        accumulate_f_in = true;
+        ops::dropout_backward<T>(dsub, in(tmp_a), p_drop,
+                                 site_key(seed, stack, layer, sub, kSublayer));
+      }
+      if (pre) {
+        ops::dropout_backward<T>(dsub, in(dy), p_drop,
+                                 site_key(seed, stack, layer, sub, kSublayer));
+      }
+      TensorView<T> f_in = pre ? s.normed : x;
+      if (is_ffn) {
+        ffn_backward(s, p.ffn, in(f_in), dsub, df_in, accumulate_f_in);
+      } else if (is_cross) {
+        attention_backward(s.attention, p.cross_attn, in(f_in), in(enc_.output), dsub, df_in,
+                           accumulate_f_in, d_enc_output_, training_, probs_key);
+      } else {
+        attention_backward(s.attention, p.self_attn, in(f_in), in(f_in), dsub, df_in,
+                           accumulate_f_in, df_in, training_, probs_key);
+      }
+      if (pre) {
+        ops::layernorm_backward<T>(flat(dx), grad(norm.weight), grad(norm.bias), in(flat(df_in)),
+                                   in(flat(x)), in(param(norm.weight)), in(s.mean), in(s.rstd),
+                                   true);
+      } else {
+        // The old dy buffer becomes a temporary.
+        tmp_a = dy;
+        dy = dx;
+        continue;
+      }
+    }
+  }
+  return dy;
+}
+
+template <typename T>
+ops::LossSums Transformer<T>::forward(const Batch& batch, float label_smoothing, bool training,
+                                      uint64_t dropout_seed) {
+  const int64_t B = batch.size, S = batch.src_length, T_ = batch.tgt_length;
+  CHECK(B > 0 && S > 0 && T_ > 0) << "empty batch (" << B << " sentences, source length " << S
+                                  << ", target length " << T_ << ")";
+  CHECK(static_cast<int64_t>(batch.src.size()) == B * S &&
+        static_cast<int64_t>(batch.tgt_in.size()) == B * T_ &&
+        static_cast<int64_t>(batch.tgt_out.size()) == B * T_)
+      << "batch buffers do not match its shape (B=" << B << ", S=" << S << ", T=" << T_ << ")";
+  CHECK(S <= config_.max_positions && T_ <= config_.max_positions)
+      << "batch lengths (source " << S << ", target " << T_ << ") exceed model.max_positions "
+      << config_.max_positions;
+  if (B != batch_ || S != src_length_ || T_ != tgt_length_) carve(B, S, T_);
+  src_.assign(batch.src.begin(), batch.src.end());
+  tgt_in_.assign(batch.tgt_in.begin(), batch.tgt_in.end());
+  tgt_out_.assign(batch.tgt_out.begin(), batch.tgt_out.end());
+  src_padding_.resize(src_.size());
+  tgt_padding_.resize(tgt_in_.size());
+  for (size_t i = 0; i < src_.size(); ++i) src_padding_[i] = src_[i] == config_.pad_id;
+  for (size_t i = 0; i < tgt_in_.size(); ++i) tgt_padding_[i] = tgt_in_[i] == config_.pad_id;
+  label_smoothing_ = label_smoothing;
+  training_ = training;
+  dropout_seed_ = dropout_seed;
+
+  embed_forward(enc_, src_.data(), S, src_embedding_, src_positions_, training,
+                site_key(dropout_seed, 0, 0, 0, kEmbedding));
+  stack_forward(enc_, encoder_, false, training, dropout_seed);
+  embed_forward(dec_, tgt_in_.data(), T_, tgt_embedding_, tgt_positions_, training,
+                site_key(dropout_seed, 1, 0, 0, kEmbedding));
+  stack_forward(dec_, decoder_, true, training, dropout_seed);
+  // logits (B*T,N) = decoder output (B*T,D) E^T (+ b)
+  TensorView<const T> bias = output_bias_ >= 0 ? in(param(output_bias_)) : TensorView<const T>();
+  ops::linear_forward<T>(logits_, in(dec_.output.reshape({B * T_, config_.d_model})),
+                         in(param(output_weight_)), bias);
+  return ops::cross_entropy_forward<T>(log_probs_, in(logits_), tgt_out_.data(), label_smoothing,
+                                       config_.pad_id);
+}
+
+template <typename T>
+void Transformer<T>::backward(T dloss) {
+  CHECK(batch_ > 0) << "backward() needs a forward() first";
+  const int64_t D = config_.d_model;
+  const int64_t B = batch_, T_ = tgt_length_;
+  auto grad = [&](int index) { return table_.view(grads_.data(), index); };
+  // The logits are not needed any more: their buffer takes their gradient.
+  TensorView<T> dlogits = logits_;
+  ops::cross_entropy_backward<T>(dlogits, dloss, in(log_probs_), tgt_out_.data(), label_smoothing_,
+                                 config_.pad_id);
+  TensorView<T> ddec = d_dec_stream_;
+  TensorView<T> dbias = output_bias_ >= 0 ? grad(output_bias_) : TensorView<T>();
+  ops::linear_backward<T>(ddec.reshape({B * T_, D}), grad(output_weight_), dbias, in(dlogits),
+                          in(dec_.output.reshape({B * T_, D})), in(param(output_weight_)));
+  std::memset(d_enc_output_.data(), 0, static_cast<size_t>(d_enc_output_.numel()) * sizeof(T));
+  TensorView<T> dembedded = stack_backward(dec_, decoder_, true, ddec, dropout_seed_);
+  embed_backward(dembedded, tgt_in_.data(), tgt_embedding_, tgt_positions_, training_,
+                 site_key(dropout_seed_, 1, 0, 0, kEmbedding));
+  std::memcpy(d_enc_stream_.data(), d_enc_output_.data(),
+              static_cast<size_t>(d_enc_output_.numel()) * sizeof(T));
+  dembedded = stack_backward(enc_, encoder_, false, d_enc_stream_, dropout_seed_);
+  embed_backward(dembedded, src_.data(), src_embedding_, src_positions_, training_,
+                 site_key(dropout_seed_, 0, 0, 0, kEmbedding));
+}
+
+#define ATTNLAB_INSTANTIATE_PASSES(T)                                                          \
+  template void Transformer<T>::stack_forward(StackActivations<T>&,                            \
+                                              const std::vector<LayerParams>&, bool, bool,      \
+                                              uint64_t);                                        \
+  template TensorView<T> Transformer<T>::stack_backward(                                       \
+      StackActivations<T>&, const std::vector<LayerParams>&, bool, TensorView<T>, uint64_t);   \
+  template ops::LossSums Transformer<T>::forward(const Batch&, float, bool, uint64_t);         \
+  template void Transformer<T>::backward(T);
+
+ATTNLAB_INSTANTIATE_PASSES(float)
+ATTNLAB_INSTANTIATE_PASSES(double)
+
+}  // namespace attnlab
