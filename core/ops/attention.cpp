@@ -49,7 +49,7 @@ void attention_forward(TensorView<T> out, TensorView<T> probs, TensorView<const 
                                 d.key_width, d.queries * d.key_width, k.data(), d.key_width,
                                 d.keys * d.key_width, T(0), probs.data(), d.keys, score_size,
                                 pairs);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (pairs * score_size >= kParallelMinElements)
   for (int64_t pair = 0; pair < pairs; ++pair) {
     const int64_t b = pair / d.heads;
     for (int64_t t = 0; t < d.queries; ++t) {
@@ -82,7 +82,7 @@ void attention_forward(TensorView<T> out, TensorView<T> probs, TensorView<const 
   // With dropout the dropped probabilities are never stored: each output row is accumulated from
   // the mask directly, so forward needs no scratch (backward rebuilds them).
   const T keep_scale = T(1) / (T(1) - static_cast<T>(dropout_p));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (pairs * score_size >= kParallelMinElements)
   for (int64_t pair = 0; pair < pairs; ++pair) {
     for (int64_t t = 0; t < d.queries; ++t) {
       const T* row = probs.data() + pair * score_size + t * d.keys;
@@ -136,7 +136,7 @@ void attention_backward(TensorView<T> dq, TensorView<T> dk, TensorView<T> dv, T*
     for (int64_t i = 0; i < total; ++i) scratch[i] = kept(i) ? scratch[i] * keep_scale : T(0);
   }
   // d softmax: dlogits = p * (dp - sum(dp * p)); hidden keys have p = 0 and get 0.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (total >= kParallelMinElements)
   for (int64_t row_index = 0; row_index < pairs * d.queries; ++row_index) {
     const T* p = probs.data() + row_index * d.keys;
     T* g = scratch.data() + row_index * d.keys;

@@ -28,7 +28,7 @@ LossSums cross_entropy_forward(TensorView<T> log_probs, TensorView<const T> logi
   double loss = 0.0;
   double nll = 0.0;
   int64_t tokens = 0;
-#pragma omp parallel for schedule(static) reduction(+ : loss, nll, tokens)
+#pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMinElements) reduction(+ : loss, nll, tokens)
   for (int64_t m = 0; m < rows; ++m) {
     const T* x = logits.data() + m * vocab;
     T* lp = log_probs.data() + m * vocab;
@@ -60,7 +60,7 @@ void cross_entropy_backward(TensorView<T> dlogits, T dloss, TensorView<const T> 
   const int64_t vocab = log_probs.dim(1);
   const T off_target = vocab > 1 ? static_cast<T>(eps) / static_cast<T>(vocab - 1) : T(0);
   const T on_target = T(1) - static_cast<T>(eps);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMinElements)
   for (int64_t m = 0; m < rows; ++m) {
     T* g = dlogits.data() + m * vocab;
     const int32_t target = targets[m];

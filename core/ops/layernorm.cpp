@@ -17,7 +17,7 @@ void layernorm_forward(TensorView<T> out, TensorView<T> mean, TensorView<T> rstd
   check_shape(bias.shape(), weight.shape(), "layernorm bias");
   check_shape(mean.shape(), Shape({rows}), "layernorm mean");
   check_shape(rstd.shape(), Shape({rows}), "layernorm rstd");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * width >= kParallelMinElements)
   for (int64_t m = 0; m < rows; ++m) {
     const T* x = inp.data() + m * width;
     T* y = out.data() + m * width;
@@ -49,7 +49,7 @@ void layernorm_backward(TensorView<T> dinp, TensorView<T> dweight, TensorView<T>
   check_shape(dinp.shape(), Shape({rows, width}), "layernorm dinp");
   check_shape(dweight.shape(), weight.shape(), "layernorm dweight");
   check_shape(dbias.shape(), weight.shape(), "layernorm dbias");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * width >= kParallelMinElements)
   for (int64_t m = 0; m < rows; ++m) {
     const T* x = inp.data() + m * width;
     const T* dy = dout.data() + m * width;

@@ -17,6 +17,10 @@
 
 namespace attnlab::ops {
 
+// Below this many elements an op runs on one thread: starting an OpenMP team costs more than
+// the work (and far more when cores are shared with other ranks).
+inline constexpr int64_t kParallelMinElements = 1 << 16;
+
 // ---- linear (linear.cpp): out = inp W^T + b, W stored (out_features, in_features) as in PyTorch.
 template <typename T>
 void linear_forward(TensorView<T> out,               // (M,O)
