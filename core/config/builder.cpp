@@ -1,0 +1,227 @@
+// Reading YAML files (base chains, cycles, duplicates, unknown keys) and --set assignments into an
+// ExperimentConfig, key by key through the option table.
+#include "core/config/builder.h"
+
+#include <filesystem>
+#include <set>
+
+#include "core/config/config.h"
+#include "core/config/options.h"
+#include "core/config/rules.h"
+#include "core/config/suggest.h"
+
+namespace attnlab::config {
+namespace fs = std::filesystem;
+
+std::string location(const std::string& file, const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.is_null()) return file;
+  return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+void fail(const std::string& where, const std::string& message) {
+  throw ConfigError(where + ": " + message);
+}
+
+YAML::Node read_yaml(const std::string& path, const std::string& included_from) {
+  std::error_code error;
+  if (!fs::is_regular_file(path, error)) {
+    if (included_from.empty()) fail(path, "config file not found");
+    fail(included_from, "base file '" + path + "' not found");
+  }
+  try {
+    return YAML::LoadFile(path);
+  } catch (const YAML::ParserException& e) {
+    fail(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1),
+         "YAML syntax error: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    fail(path, std::string("cannot read YAML: ") + e.what());
+  }
+}
+
+std::string suggestion(const std::string& key) {
+  std::vector<std::string> candidates = {"base", "sweep"};
+  std::set<std::string> sections;
+  for (const Option& option : options()) {
+    candidates.push_back(option.key);
+    for (size_t dot = option.key.find('.'); dot != std::string::npos;
+         dot = option.key.find('.', dot + 1)) {
+      sections.insert(option.key.substr(0, dot));
+    }
+  }
+  candidates.insert(candidates.end(), sections.begin(), sections.end());
+  std::string best = closest(key, candidates);
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
+namespace {
+
+RawValue raw_value(const YAML::Node& node) {
+  RawValue value;
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: value.kind = RawValue::Kind::kNull; break;
+    case YAML::NodeType::Scalar:
+      value.kind = RawValue::Kind::kScalar;
+      value.text = node.Scalar();
+      value.quoted = node.Tag() == "!";  // yaml-cpp tags quoted scalars "!", plain ones "?"
+      break;
+    case YAML::NodeType::Sequence:
+      value.kind = RawValue::Kind::kList;
+      for (const YAML::Node& item : node) {
+        if (!item.IsScalar()) {
+          value.kind = RawValue::Kind::kMap;  // a nested structure: reported as the wrong type
+          break;
+        }
+        value.items.push_back(item.Scalar());
+      }
+      break;
+    case YAML::NodeType::Map: value.kind = RawValue::Kind::kMap; break;
+  }
+  return value;
+}
+
+std::string display_path(const fs::path& path) { return path.lexically_normal().string(); }
+
+}  // namespace
+
+void ConfigBuilder::apply(const std::string& key, const YAML::Node& value,
+                          const std::string& where) {
+  const Option* option = find_option(key);
+  if (option == nullptr) fail(where, "unknown key '" + key + "'" + suggestion(key));
+  std::string problem = option->assign(config_, raw_value(value));
+  if (!problem.empty()) fail(where, key + ": " + problem);
+  origins_[key] = Origin{where, ++order_};
+}
+
+void ConfigBuilder::add_set(const std::string& assignment) {
+  const std::string where = "--set " + assignment;
+  size_t equals = assignment.find('=');
+  if (equals == std::string::npos || equals == 0) fail(where, "expected key=value");
+  const std::string key = assignment.substr(0, equals);
+  if (find_option(key) == nullptr) {
+    std::string hint = is_section(key) ? " ('" + key + "' is a section; set one of its keys)" : "";
+    fail(where, "unknown key '" + key + "'" + (hint.empty() ? suggestion(key) : hint));
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(equals + 1));
+  } catch (const YAML::Exception& e) {
+    fail(where, "value is not valid YAML: " + e.msg);
+  }
+  apply(key, value, where);
+}
+
+YAML::Node ConfigBuilder::add_file(const std::string& path, bool allow_sweep) {
+  std::vector<std::string> chain;
+  YAML::Node sweep;
+  add_file_chain(display_path(path), "", chain, true, allow_sweep ? &sweep : nullptr);
+  return sweep;
+}
+
+void ConfigBuilder::add_file_chain(const std::string& path, const std::string& included_from,
+                                   std::vector<std::string>& chain, bool top, YAML::Node* sweep) {
+  const YAML::Node root = read_yaml(path, included_from);
+  std::error_code error;
+  const std::string canonical = fs::weakly_canonical(path, error).string();
+  for (size_t i = 0; i < chain.size(); i += 2) {
+    if (chain[i] != canonical) continue;
+    std::string cycle;
+    for (size_t j = i + 1; j < chain.size(); j += 2) cycle += chain[j] + " -> ";
+    fail(included_from, "base cycle: " + cycle + path);
+  }
+  chain.push_back(canonical);
+  chain.push_back(path);
+  if (!root.IsNull() && !root.IsMap()) {
+    fail(location(path, root), "expected a mapping of keys at the top of the file");
+  }
+  if (root.IsMap() && root["base"]) {
+    const YAML::Node base = root["base"];
+    std::vector<YAML::Node> bases;
+    if (base.IsScalar()) {
+      bases.push_back(base);
+    } else if (base.IsSequence()) {
+      for (const YAML::Node& item : base) bases.push_back(item);
+    }
+    if (bases.empty()) fail(location(path, base), "base: expected a file path or a list of them");
+    for (const YAML::Node& item : bases) {
+      if (!item.IsScalar()) fail(location(path, item), "base: expected a file path");
+      fs::path base_path = fs::path(item.Scalar());
+      if (base_path.is_relative()) base_path = fs::path(path).parent_path() / base_path;
+      add_file_chain(display_path(base_path), location(path, item), chain, false, nullptr);
+    }
+  }
+  chain.resize(chain.size() - 2);
+  if (!root.IsMap()) return;
+  std::map<std::string, std::string> seen;
+  if (!top && root["sweep"]) {
+    fail(location(path, root["sweep"]),
+         "a sweep: section is only read from the file given on "
+         "the command line, not from a base file");
+  }
+  walk(root, path, "", true, sweep, seen);
+}
+
+void ConfigBuilder::add_map(const YAML::Node& map, const std::string& file,
+                            const std::string& prefix) {
+  std::map<std::string, std::string> seen;
+  walk(map, file, prefix, false, nullptr, seen);
+}
+
+void ConfigBuilder::walk(const YAML::Node& map, const std::string& file, const std::string& prefix,
+                         bool top_level, YAML::Node* sweep,
+                         std::map<std::string, std::string>& seen) {
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const YAML::Node& key_node = it->first;
+    const YAML::Node& value = it->second;
+    const std::string key_where = location(file, key_node);
+    if (!key_node.IsScalar()) fail(key_where, "expected a key name");
+    const std::string name = key_node.Scalar();
+    const std::string key = prefix.empty() ? name : prefix + "." + name;
+    auto [previous, inserted] = seen.emplace(key, key_where);
+    if (!inserted)
+      fail(key_where, "duplicate key '" + key + "' (first at " + previous->second + ")");
+    if (top_level && prefix.empty() && name == "base") continue;  // read before the walk
+    if (top_level && prefix.empty() && name == "sweep") {
+      if (sweep == nullptr) {
+        fail(key_where,
+             "this file is a sweep (it has a sweep: section); use `attnlab sweep` or "
+             "`attnlab params`, or pick one run with its overrides");
+      }
+      *sweep = value;
+      continue;
+    }
+    if (find_option(key) != nullptr) {
+      apply(key, value, location(file, value));
+    } else if (is_section(key)) {
+      if (value.IsNull()) continue;  // "model:" with nothing below sets nothing
+      if (!value.IsMap()) fail(location(file, value), key + ": expected a mapping of keys");
+      walk(value, file, key, top_level, sweep, seen);
+    } else {
+      fail(key_where, "unknown key '" + key + "'" + suggestion(key));
+    }
+  }
+}
+
+std::string ConfigBuilder::where_set(const std::vector<std::string>& keys) const {
+  const Origin* latest = nullptr;
+  for (const std::string& key : keys) {
+    auto it = origins_.find(key);
+    if (it != origins_.end() && (latest == nullptr || it->second.order > latest->order)) {
+      latest = &it->second;
+    }
+  }
+  return latest == nullptr ? "defaults" : latest->where;
+}
+
+ExperimentConfig ConfigBuilder::finish() const {
+  if (auto violation = check_rules(config_)) fail(where_set(violation->keys), violation->message);
+  ExperimentConfig resolved = config_;
+  resolved.model.resolve_defaults();
+  if (auto violation = check_model(resolved.model)) {
+    fail(where_set(violation->keys), violation->message);
+  }
+  return resolved;
+}
+
+}  // namespace attnlab::config

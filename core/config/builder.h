@@ -1,0 +1,57 @@
+// ConfigBuilder: applies YAML files, --set assignments and single values to an ExperimentConfig
+// in precedence order, remembering where each key was last set so that errors can point there.
+// Internal to core/config (it exposes yaml-cpp types).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config/experiment.h"
+
+namespace attnlab::config {
+
+// "file.yaml:3:7" for a node read from `file` (yaml-cpp marks are 0-based; ours are 1-based).
+std::string location(const std::string& file, const YAML::Node& node);
+[[noreturn]] void fail(const std::string& where, const std::string& message);
+// Parses `path` as YAML, turning I/O and syntax errors into ConfigError.
+YAML::Node read_yaml(const std::string& path, const std::string& included_from);
+
+class ConfigBuilder {
+ public:
+  // Applies the file at `path` after its base chain. Returns its top-level `sweep:` node, which is
+  // accepted only when allow_sweep (otherwise it is an error); a null node if absent.
+  YAML::Node add_file(const std::string& path, bool allow_sweep = false);
+  // Applies "key=value" (value parsed as YAML).
+  void add_set(const std::string& assignment);
+  // Applies every key of `map` (nested sections or dotted keys) read from `file`, below `prefix`.
+  void add_map(const YAML::Node& map, const std::string& file, const std::string& prefix = "");
+  // Applies one value to option `key` (which must exist); `where` locates it for errors.
+  void apply(const std::string& key, const YAML::Node& value, const std::string& where);
+
+  // The config with every rule checked and d_k/d_v resolved; throws ConfigError at the location
+  // of the most recently set key a broken rule involves.
+  ExperimentConfig finish() const;
+
+ private:
+  void add_file_chain(const std::string& path, const std::string& included_from,
+                      std::vector<std::string>& chain, bool top, YAML::Node* sweep);
+  void walk(const YAML::Node& map, const std::string& file, const std::string& prefix,
+            bool top_level, YAML::Node* sweep, std::map<std::string, std::string>& seen);
+  std::string where_set(const std::vector<std::string>& keys) const;
+
+  ExperimentConfig config_;
+  struct Origin {
+    std::string where;
+    int order = 0;
+  };
+  std::map<std::string, Origin> origins_;
+  int order_ = 0;
+};
+
+// What a key is suggested as when it is unknown: " (did you mean 'x'?)" or "".
+std::string suggestion(const std::string& key);
+
+}  // namespace attnlab::config

@@ -1,0 +1,49 @@
+// Loading, validating, dumping and flattening experiment configs. Precedence: struct defaults <
+// YAML files (each `base:` chain first, later files win) < `--set key=value`.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config/experiment.h"
+#include "core/util/check.h"
+
+namespace attnlab {
+
+// A config the user wrote is wrong (syntax, unknown key, type, range, cross-field rule, missing
+// file). The message starts with where: "file.yaml:12:5: " or "--set model.heads=x: ".
+// The command line reports these as usage errors (exit code 2).
+class ConfigError : public Error {
+ public:
+  explicit ConfigError(const std::string& message) : Error(message) {}
+};
+
+namespace config {
+
+// Loads `files` in order (each with its base chain) and then applies `sets` ("key=value", the
+// value parsed as YAML), checks every rule, resolves d_k/d_v = 0 and returns the config.
+// Throws ConfigError. A file holding a `sweep:` section is refused (see sweep.h).
+ExperimentConfig load(const std::vector<std::string>& files,
+                      const std::vector<std::string>& sets = {});
+ExperimentConfig load(const std::string& file, const std::vector<std::string>& sets = {});
+
+// Checks the rules `load` checks on a config built in code; errors name the key, not a file.
+void validate(const ExperimentConfig& config);
+
+// The fully resolved YAML, every key in table order; with_help adds each key's help as a comment.
+// load() of this text gives back an equal config.
+std::string dump_yaml(const ExperimentConfig& config, bool with_help = true);
+
+// (key, value) for every option in table order, values as YAML flow text ("8", "post", "[]"), so
+// that `--set key=value` reproduces them. Used for the HDF5 /config attributes.
+std::vector<std::pair<std::string, std::string>> flatten(const ExperimentConfig& config);
+
+// Markdown table of every option: key, type, default, help.
+std::string option_reference();
+
+// True if the YAML file at `path` (not its bases) has a top-level `sweep:` key.
+bool has_sweep_section(const std::string& path);
+
+}  // namespace config
+}  // namespace attnlab

@@ -1,0 +1,120 @@
+// Experiment-level cross-field rules, and ModelConfig::validate's errors mapped back to keys.
+#include "core/config/rules.h"
+
+#include <regex>
+#include <sstream>
+
+#include "core/util/check.h"
+
+namespace attnlab::config {
+namespace {
+
+bool synthetic(const DataConfig& data) { return data.task != "corpus"; }
+
+template <typename... Parts>
+std::string concat(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+}  // namespace
+
+std::optional<RuleViolation> check_rules(const ExperimentConfig& c) {
+  const ModelConfig& m = c.model;
+  for (const char* which : {"d_k", "d_v"}) {
+    int64_t width = std::string(which) == "d_k" ? m.d_k : m.d_v;
+    if (width == 0 && m.d_model % m.heads != 0) {
+      return RuleViolation{
+          {"model.d_model", "model.heads", std::string("model.") + which},
+          concat("model.d_model (", m.d_model, ") must be divisible by model.heads (", m.heads,
+                 ") when model.", which, " is 0 (meaning d_model / heads); set model.", which,
+                 " explicitly or change d_model or heads")};
+    }
+  }
+  const SyntheticTaskConfig& s = c.data.synthetic;
+  if (synthetic(c.data)) {
+    if (m.vocab_size < s.symbols + 3) {
+      return RuleViolation{
+          {"model.vocab_size", "data.synthetic.symbols", "data.task"},
+          concat("model.vocab_size (", m.vocab_size, ") must be >= data.synthetic.symbols + 3 (",
+                 s.symbols + 3, ") for the synthetic task '", c.data.task,
+                 "' (pad, bos, eos and the symbols)")};
+    }
+    if (s.min_length > s.max_length) {
+      return RuleViolation{{"data.synthetic.min_length", "data.synthetic.max_length"},
+                           concat("data.synthetic.min_length (", s.min_length,
+                                  ") must be <= data.synthetic.max_length (", s.max_length, ")")};
+    }
+    if (m.max_positions < s.max_length + 2) {
+      return RuleViolation{{"model.max_positions", "data.synthetic.max_length", "data.task"},
+                           concat("model.max_positions (", m.max_positions,
+                                  ") must be >= data.synthetic.max_length + 2 (", s.max_length + 2,
+                                  ", a sequence with bos/eos)")};
+    }
+  } else {
+    const std::pair<const char*, const std::string*> paths[] = {
+        {"data.train.src", &c.data.train.src},
+        {"data.train.tgt", &c.data.train.tgt},
+        {"data.dev.src", &c.data.dev.src},
+        {"data.dev.tgt", &c.data.dev.tgt}};
+    for (const auto& [key, value] : paths) {
+      if (value->empty()) {
+        return RuleViolation{{key, "data.task"},
+                             concat(key, " must name a file when data.task is corpus")};
+      }
+    }
+    if (m.max_positions < c.data.max_length + 2) {
+      return RuleViolation{
+          {"model.max_positions", "data.max_length"},
+          concat("model.max_positions (", m.max_positions, ") must be >= data.max_length + 2 (",
+                 c.data.max_length + 2, ", a sentence with bos/eos)")};
+    }
+    if (c.data.tokenizer.type == "sentencepiece" && m.vocab_size != c.data.tokenizer.vocab_size) {
+      return RuleViolation{
+          {"model.vocab_size", "data.tokenizer.vocab_size"},
+          concat("model.vocab_size (", m.vocab_size, ") must equal data.tokenizer.vocab_size (",
+                 c.data.tokenizer.vocab_size,
+                 ") so that the embedding table covers the shared vocabulary")};
+    }
+  }
+  const LrConfig& lr = c.train.lr;
+  if (lr.schedule == "noam" && lr.warmup < 1) {
+    return RuleViolation{{"train.lr.warmup", "train.lr.schedule"},
+                         concat("train.lr.warmup must be >= 1 for the noam schedule (it divides "
+                                "by warmup^1.5), got ",
+                                lr.warmup)};
+  }
+  if (c.eval.average_last > c.train.keep_checkpoints) {
+    return RuleViolation{
+        {"eval.average_last", "train.keep_checkpoints"},
+        concat("eval.average_last (", c.eval.average_last, ") must be <= train.keep_checkpoints (",
+               c.train.keep_checkpoints, "): only kept checkpoints can be averaged")};
+  }
+  return std::nullopt;
+}
+
+std::optional<RuleViolation> check_model(const ModelConfig& resolved) {
+  try {
+    resolved.validate();
+  } catch (const Error& error) {
+    std::string message = error.what();
+    // Keep the user-facing sentence; the "[check ... failed at file:line]" tail is for developers.
+    size_t tail = message.find(" [check ");
+    if (tail != std::string::npos) message.resize(tail);
+    std::smatch key;
+    std::vector<std::string> keys;
+    if (std::regex_search(message, key, std::regex(R"(model\.[a-z_]+)"))) keys.push_back(key[0]);
+    if (message.find("special token") != std::string::npos) {
+      keys = {"model.pad_id", "model.bos_id", "model.eos_id", "model.vocab_size"};
+    } else if (message.find("must differ") != std::string::npos) {
+      keys = {"model.pad_id", "model.bos_id", "model.eos_id"};
+    } else if (message.find("sinusoidal") != std::string::npos) {
+      keys.push_back("model.positions");
+    }
+    return RuleViolation{keys, message};
+  }
+  return std::nullopt;
+}
+
+}  // namespace attnlab::config
