@@ -97,6 +97,13 @@ class Transformer {
   // forward), e.g. dloss = 1 / target tokens for the mean loss.
   void backward(T dloss);
   void zero_grads();
+  // Runs only the encoder (no dropout) on batch.src; the result stays in encoder_output() and the
+  // source padding in source_padding(), for incremental decoding.
+  TensorView<const T> encode(const Batch& batch);
+  const std::vector<uint8_t>& source_padding() const { return src_padding_; }
+  const LayerNormParams& final_norm(bool decoder) const {
+    return decoder ? decoder_final_norm_ : encoder_final_norm_;
+  }
 
   // Logits of the last forward, (B*T, N) as log-probabilities.
   TensorView<const T> log_probs() const { return log_probs_; }

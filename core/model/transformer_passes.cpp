@@ -185,6 +185,24 @@ TensorView<T> Transformer<T>::stack_backward(StackActivations<T>& acts,
 }
 
 template <typename T>
+TensorView<const T> Transformer<T>::encode(const Batch& batch) {
+  const int64_t B = batch.size, S = batch.src_length;
+  CHECK(B > 0 && S > 0 && static_cast<int64_t>(batch.src.size()) == B * S)
+      << "encode: source buffer of " << batch.src.size() << " ids does not match (B=" << B
+      << ", S=" << S << ")";
+  CHECK(S <= config_.max_positions)
+      << "source length " << S << " exceeds model.max_positions " << config_.max_positions;
+  if (B != batch_ || S != src_length_ || tgt_length_ != 1) carve(B, S, 1);
+  src_.assign(batch.src.begin(), batch.src.end());
+  src_padding_.resize(src_.size());
+  for (size_t i = 0; i < src_.size(); ++i) src_padding_[i] = src_[i] == config_.pad_id;
+  training_ = false;
+  embed_forward(enc_, src_.data(), S, src_embedding_, src_positions_, false, 0);
+  stack_forward(enc_, encoder_, false, false, 0);
+  return enc_.output;
+}
+
+template <typename T>
 ops::LossSums Transformer<T>::forward(const Batch& batch, float label_smoothing, bool training,
                                       uint64_t dropout_seed) {
   const int64_t B = batch.size, S = batch.src_length, T_ = batch.tgt_length;
@@ -255,6 +273,7 @@ void Transformer<T>::backward(T dloss) {
   template TensorView<T> Transformer<T>::stack_backward(                                       \
       StackActivations<T>&, const std::vector<LayerParams>&, bool, TensorView<T>, uint64_t);   \
   template ops::LossSums Transformer<T>::forward(const Batch&, float, bool, uint64_t);         \
+  template TensorView<const T> Transformer<T>::encode(const Batch&);                           \
   template void Transformer<T>::backward(T);
 
 ATTNLAB_INSTANTIATE_PASSES(float)
