@@ -1,0 +1,202 @@
+// Scaled dot-product attention: hand-computed values and gradients, and the central-difference
+// check of dq, dk, dv and dscale over shapes (d_k != d_v, T != S), masks, every scale mode and
+// attention dropout with a fixed key.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/gradcheck.h"
+#include "common/tensor_testing.h"
+#include "core/ops/attention_scale.h"
+#include "core/ops/ops.h"
+#include "core/util/rng.h"
+
+namespace attnlab::test {
+namespace {
+
+using ops::attention_backward;
+using ops::attention_forward;
+using ops::AttentionMask;
+
+TEST(Attention, HandComputed) {
+  // One query q = [1], keys k = [[0] [ln 3]], values v = [[4] [8]], scale 1:
+  //   logits = [0, ln 3], probs = [1/4, 3/4], out = 4/4 + 3*8/4 = 7.
+  const double ln3 = std::log(3.0);
+  std::vector<double> q = {1}, k = {0, ln3}, v = {4, 8}, out(1), probs(2);
+  attention_forward<double>(view(out, {1, 1, 1, 1}), view(probs, {1, 1, 1, 2}),
+                            const_view(q, {1, 1, 1, 1}), const_view(k, {1, 1, 2, 1}),
+                            const_view(v, {1, 1, 2, 1}), AttentionMask{}, 1.0);
+  EXPECT_NEAR(probs[0], 0.25, 1e-15);
+  EXPECT_NEAR(probs[1], 0.75, 1e-15);
+  EXPECT_NEAR(out[0], 7.0, 1e-14);
+  // dout = 1: dv = probs = [1/4 3/4]; dprobs = v = [4 8]; sum(dprobs * probs) = 7;
+  //   dlogits = probs * (dprobs - 7) = [-3/4, 3/4];
+  //   dq = scale * sum_s dlogits_s k_s = 3/4 ln 3; dk = scale * dlogits * q = [-3/4 3/4];
+  //   dscale += sum dlogits * (q k) = 3/4 ln 3 (starting from 0.5).
+  std::vector<double> dout = {1}, dq(1), dk(2), dv(2), scratch(2);
+  double dscale = 0.5;
+  attention_backward<double>(view(dq, {1, 1, 1, 1}), view(dk, {1, 1, 2, 1}), view(dv, {1, 1, 2, 1}),
+                             &dscale, const_view(dout, {1, 1, 1, 1}), const_view(q, {1, 1, 1, 1}),
+                             const_view(k, {1, 1, 2, 1}), const_view(v, {1, 1, 2, 1}),
+                             const_view(probs, {1, 1, 1, 2}), view(scratch, {1, 1, 1, 2}), 1.0);
+  EXPECT_NEAR(dv[0], 0.25, 1e-15);
+  EXPECT_NEAR(dv[1], 0.75, 1e-15);
+  EXPECT_NEAR(dq[0], 0.75 * ln3, 1e-14);
+  EXPECT_NEAR(dk[0], -0.75, 1e-14);
+  EXPECT_NEAR(dk[1], 0.75, 1e-14);
+  EXPECT_NEAR(dscale, 0.5 + 0.75 * ln3, 1e-14);
+}
+
+TEST(Attention, HandComputedMasks) {
+  // The same keys and values, two queries q = [[1] [1]].
+  //   padding on key 1: both rows see key 0 only -> out = [4 4]
+  //   causal: row 0 sees key 0 only (out 4), row 1 sees both (out 7)
+  //   causal with query_offset 1 (queries at positions 1 and 2): both rows see both keys -> [7 7]
+  const double ln3 = std::log(3.0);
+  std::vector<double> q = {1, 1}, k = {0, ln3}, v = {4, 8}, out(2), probs(4);
+  const std::vector<uint8_t> padding = {0, 1};
+  auto run = [&](const AttentionMask& mask) {
+    attention_forward<double>(view(out, {1, 1, 2, 1}), view(probs, {1, 1, 2, 2}),
+                              const_view(q, {1, 1, 2, 1}), const_view(k, {1, 1, 2, 1}),
+                              const_view(v, {1, 1, 2, 1}), mask, 1.0);
+    return out;
+  };
+  std::vector<double> padded = run(AttentionMask{padding.data(), false, 0});
+  EXPECT_EQ(padded, (std::vector<double>{4, 4}));
+  EXPECT_EQ(probs, (std::vector<double>{1, 0, 1, 0}));
+  std::vector<double> causal = run(AttentionMask{nullptr, true, 0});
+  EXPECT_EQ(causal[0], 4.0);
+  EXPECT_NEAR(causal[1], 7.0, 1e-14);
+  std::vector<double> offset = run(AttentionMask{nullptr, true, 1});
+  EXPECT_NEAR(offset[0], 7.0, 1e-14);
+  EXPECT_NEAR(offset[1], 7.0, 1e-14);
+}
+
+TEST(Attention, ShapeMismatchNamesBothShapes) {
+  std::vector<double> q(6), k(8), v(4), out(4), probs(4);
+  try {
+    attention_forward<double>(view(out, {1, 1, 2, 2}), view(probs, {1, 1, 2, 2}),
+                              const_view(q, {1, 1, 2, 3}), const_view(k, {1, 1, 2, 4}),
+                              const_view(v, {1, 1, 2, 2}), AttentionMask{}, 1.0);
+    FAIL() << "q of width 3 with keys of width 4 accepted";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("(1,1,2,3)"), std::string::npos) << message;
+    EXPECT_NE(message.find("(1,1,2,4)"), std::string::npos) << message;
+  }
+}
+
+enum class MaskKind { kNone, kPadding, kCausal, kCausalOffset, kPaddingCausal };
+
+struct AttentionShape {
+  int64_t batch, heads, queries, keys, key_width, value_width;
+};
+
+struct AttentionCase {
+  AttentionShape shape;
+  MaskKind mask;
+  std::string scale;  // an AttentionScale text
+  float dropout;
+};
+
+std::string case_name(const ::testing::TestParamInfo<AttentionCase>& info) {
+  const AttentionCase& c = info.param;
+  const AttentionShape& s = c.shape;
+  static const char* kMaskNames[] = {"none", "padding", "causal", "causal_offset",
+                                     "padding_causal"};
+  std::string scale = c.scale == "0.5" ? "const0_5" : c.scale;
+  return std::to_string(info.index) + "_B" + std::to_string(s.batch) + "H" +
+         std::to_string(s.heads) + "T" + std::to_string(s.queries) + "S" + std::to_string(s.keys) +
+         "K" + std::to_string(s.key_width) + "V" + std::to_string(s.value_width) + "_" +
+         kMaskNames[static_cast<int>(c.mask)] + "_" + scale + (c.dropout > 0 ? "_dropout" : "");
+}
+
+// Key padding that hides the last min(b + 1, S - 1) keys of batch row b (never every key).
+std::vector<uint8_t> trailing_padding(int64_t batch, int64_t keys) {
+  std::vector<uint8_t> padding(static_cast<size_t>(batch * keys), 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t padded = std::min(b + 1, keys - 1);
+    for (int64_t s = keys - padded; s < keys; ++s) padding[static_cast<size_t>(b * keys + s)] = 1;
+  }
+  return padding;
+}
+
+class AttentionGradTest : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AttentionGradTest, GradientMatchesCentralDifferences) {
+  const AttentionCase& c = GetParam();
+  const auto [b, h, t, s, kw, vw] = c.shape;
+  const Shape q_shape({b, h, t, kw}), k_shape({b, h, s, kw}), v_shape({b, h, s, vw}),
+      out_shape({b, h, t, vw}), probs_shape({b, h, t, s});
+  std::vector<double> q = random_uniform(q_shape.numel(), 101, -1.5, 1.5),
+                      k = random_uniform(k_shape.numel(), 102, -1.5, 1.5),
+                      v = random_uniform(v_shape.numel(), 103),
+                      dout = random_uniform(out_shape.numel(), 104);
+  std::vector<double> scale = {AttentionScale::parse(c.scale).initial_value(kw)};
+  const std::vector<uint8_t> padding = trailing_padding(b, s);
+  AttentionMask mask;
+  if (c.mask == MaskKind::kPadding || c.mask == MaskKind::kPaddingCausal) {
+    mask.key_padding = padding.data();
+  }
+  mask.causal = c.mask == MaskKind::kCausal || c.mask == MaskKind::kCausalOffset ||
+                c.mask == MaskKind::kPaddingCausal;
+  if (c.mask == MaskKind::kCausalOffset) mask.query_offset = std::max<int64_t>(s - t, 1);
+  const uint64_t key = rng_key(17);
+
+  std::vector<double> out(static_cast<size_t>(out_shape.numel())),
+      probs(static_cast<size_t>(probs_shape.numel()));
+  auto objective = [&] {
+    attention_forward<double>(view(out, out_shape), view(probs, probs_shape),
+                              const_view(q, q_shape), const_view(k, k_shape),
+                              const_view(v, v_shape), mask, scale[0], c.dropout, key);
+    return weighted_sum(out.data(), dout);
+  };
+  objective();
+  std::vector<double> dq(q.size(), 5.0), dk(k.size(), 5.0), dv(v.size(), 5.0),
+      scratch(probs.size()), dscale = {0.0};
+  attention_backward<double>(view(dq, q_shape), view(dk, k_shape), view(dv, v_shape), dscale.data(),
+                             const_view(dout, out_shape), const_view(q, q_shape),
+                             const_view(k, k_shape), const_view(v, v_shape),
+                             const_view(probs, probs_shape), view(scratch, probs_shape), scale[0],
+                             c.dropout, key);
+  GradCheckResult result = check_gradients(objective, {{"q", q.data(), dq.data(), q_shape.numel()},
+                                                       {"k", k.data(), dk.data(), k_shape.numel()},
+                                                       {"v", v.data(), dv.data(), v_shape.numel()},
+                                                       {"scale", scale.data(), dscale.data(), 1}});
+  EXPECT_TRUE(result.passed) << result.report;
+}
+
+const AttentionShape kShapes[] = {
+    {1, 1, 1, 1, 1, 1},  // the smallest case
+    {2, 2, 3, 5, 4, 3},  // T < S, d_k != d_v
+    {1, 3, 7, 7, 2, 5},  // T = S, d_v > d_k
+    {2, 1, 7, 3, 3, 1},  // T > S, d_v = 1
+};
+const char* kScales[] = {"rsqrt_dk", "none", "inv_dk", "0.5", "learned"};
+const MaskKind kMasks[] = {MaskKind::kNone, MaskKind::kPadding, MaskKind::kCausal,
+                           MaskKind::kCausalOffset, MaskKind::kPaddingCausal};
+
+// Every shape with every mask (scales cycling through the modes), then dropout cases.
+std::vector<AttentionCase> attention_cases() {
+  std::vector<AttentionCase> cases;
+  int index = 0;
+  for (const AttentionShape& shape : kShapes) {
+    for (MaskKind mask : kMasks) cases.push_back({shape, mask, kScales[index++ % 5], 0.0f});
+  }
+  for (const char* scale : kScales) {
+    cases.push_back({kShapes[1], MaskKind::kNone, scale, 0.0f});
+    cases.push_back({kShapes[1], MaskKind::kPaddingCausal, scale, 0.25f});
+  }
+  for (const AttentionShape& shape : kShapes) {
+    cases.push_back({shape, MaskKind::kPadding, "learned", 0.3f});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AttentionGradTest, ::testing::ValuesIn(attention_cases()),
+                         case_name);
+
+}  // namespace
+}  // namespace attnlab::test
