@@ -30,6 +30,7 @@ void add_positions_forward(TensorView<T> x, TensorView<const T> table, int64_t o
       << "positions: input " << x.shape().str() << " does not match table " << table.shape().str();
   const int64_t batch = x.dim(0);
   const int64_t length = x.dim(1);
+  CHECK(offset >= 0) << "position offset must be non-negative, got " << offset;
   CHECK(offset + length <= table.dim(0))
       << "position " << offset + length - 1 << " exceeds max_positions " << table.dim(0);
   for (int64_t b = 0; b < batch; ++b) {
@@ -49,6 +50,7 @@ void add_positions_backward(TensorView<T> dtable, TensorView<const T> dout, int6
       << dtable.shape().str();
   const int64_t batch = dout.dim(0);
   const int64_t length = dout.dim(1);
+  CHECK(offset >= 0) << "position offset must be non-negative, got " << offset;
   CHECK(offset + length <= dtable.dim(0))
       << "position " << offset + length - 1 << " exceeds max_positions " << dtable.dim(0);
   for (int64_t b = 0; b < batch; ++b) {
