@@ -97,6 +97,15 @@ TEST(Positions, PastTheTableIsAnError) {
                Error);
 }
 
+TEST(Positions, NegativeOffsetIsAnError) {
+  // Position -1 does not exist: the table row before row 0 is memory the table does not own.
+  std::vector<double> table(8), x(4);
+  EXPECT_THROW(add_positions_forward<double>(view(x, {1, 2, 2}), const_view(table, {4, 2}), -1),
+               Error);
+  EXPECT_THROW(add_positions_backward<double>(view(table, {4, 2}), const_view(x, {1, 2, 2}), -1),
+               Error);
+}
+
 struct PositionsShape {
   int64_t batch, length, width, positions, offset;
 };
