@@ -55,6 +55,8 @@ class Object {
   const std::string& file_path() const { return file_path_; }
   // Absolute path inside the file, "/train/loss".
   const std::string& path() const { return path_; }
+  // "<file>, <object path>", the prefix of error messages about this object.
+  std::string where() const;
 
   bool has_attribute(const std::string& name) const;
   // Attribute names in alphabetical order.
@@ -76,8 +78,6 @@ class Object {
 
  protected:
   Object(Handle handle, std::string file_path, std::string path);
-  // "<file>, <object path>" for error messages.
-  std::string where() const;
   std::string where(const std::string& child) const;
   std::string child_path(const std::string& name) const;
 

@@ -9,27 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "io/expect_error.h"
 #include "io/temp_dir.h"
 
 namespace attnlab::h5 {
 namespace {
 
+using test::expect_error;
 using test::TempDir;
-
-// Runs `body`, expecting an Error whose message holds every one of `parts`.
-template <typename Body>
-void expect_error(Body body, const std::vector<std::string>& parts) {
-  try {
-    body();
-    ADD_FAILURE() << "no error thrown; expected one mentioning '" << parts.front() << "'";
-  } catch (const Error& error) {
-    std::string message = error.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(message.find(part), std::string::npos)
-          << "message lacks '" << part << "': " << message;
-    }
-  }
-}
 
 TEST(H5Attributes, RoundTripEveryTypeAfterReopening) {
   TempDir dir;

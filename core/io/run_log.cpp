@@ -1,0 +1,368 @@
+// RunLog: writing, resuming and reading the HDF5 log of one training run.
+#include "core/io/run_log.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <utility>
+
+#include "core/io/series.h"
+#include "core/util/check.h"
+
+#ifndef ATTNLAB_VERSION
+#define ATTNLAB_VERSION "unknown"
+#endif
+#ifndef ATTNLAB_GIT_COMMIT
+#define ATTNLAB_GIT_COMMIT "unknown"
+#endif
+
+namespace attnlab::io {
+
+const char* to_string(RunStatus status) {
+  switch (status) {
+    case RunStatus::running: return "running";
+    case RunStatus::completed: return "completed";
+    case RunStatus::failed: return "failed";
+    case RunStatus::preempted: return "preempted";
+  }
+  return "unknown";
+}
+
+RunStatus parse_run_status(const std::string& text) {
+  for (RunStatus status :
+       {RunStatus::running, RunStatus::completed, RunStatus::failed, RunStatus::preempted}) {
+    if (text == to_string(status)) return status;
+  }
+  CHECK(false) << "unknown run status '" << text
+               << "' (expected running, completed, failed or preempted)";
+  return RunStatus::failed;
+}
+
+const char* to_string(AttentionStack stack) {
+  switch (stack) {
+    case AttentionStack::encoder_self: return "encoder_self";
+    case AttentionStack::decoder_self: return "decoder_self";
+    case AttentionStack::decoder_cross: return "decoder_cross";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::string utc_now() {
+  std::time_t now = std::time(nullptr);
+  std::tm parts{};
+  gmtime_r(&now, &parts);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &parts);
+  return text;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+bool parse_int(const std::string& text, int64_t* value) {
+  const char* end = text.data() + text.size();
+  auto [stop, error] = std::from_chars(text.data(), end, *value);
+  return error == std::errc() && stop == end && !text.empty();
+}
+
+// Decimal numbers only: "nan", "inf" and hexadecimal floats stay strings.
+bool parse_double(const std::string& text, double* value) {
+  if (text.empty() || text.find_first_not_of("0123456789+-.eE") != std::string::npos) return false;
+  char* stop = nullptr;
+  *value = std::strtod(text.c_str(), &stop);
+  return stop == text.c_str() + text.size();
+}
+
+// The shortest decimal text that reads back as `value`.
+std::string number_text(double value) {
+  char text[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(text, sizeof(text), "%.*g", precision, value);
+    if (std::strtod(text, nullptr) == value) break;
+  }
+  return text;
+}
+
+// Checks the root attributes of an attnlab run file.
+int64_t check_run_schema(const h5::File& file) {
+  const h5::Group& root = file.root();
+  CHECK(root.has_attribute("schema") && root.attribute_type("schema") == h5::ValueType::string &&
+        root.get_string("schema") == kRunSchema)
+      << file.path() << ": not an attnlab run file (the root attribute 'schema' is not '"
+      << kRunSchema << "')";
+  int64_t version = root.get_int("schema_version");
+  CHECK(version >= 1 && version <= kRunSchemaVersion)
+      << file.path() << ": run file of schema_version " << version << ", this build reads 1 to "
+      << kRunSchemaVersion;
+  return version;
+}
+
+}  // namespace
+
+struct RunLog::State {
+  h5::File file;
+  Series train;
+  Series eval;
+  std::map<std::string, Series> diagnostics;
+
+  State(h5::File opened, Series train_series, Series eval_series)
+      : file(std::move(opened)), train(std::move(train_series)), eval(std::move(eval_series)) {}
+};
+
+RunLog::RunLog(std::unique_ptr<State> state) : state_(std::move(state)) {}
+RunLog::RunLog(RunLog&&) noexcept = default;
+RunLog& RunLog::operator=(RunLog&&) noexcept = default;
+RunLog::~RunLog() = default;
+
+const std::string& RunLog::path() const { return state_->file.path(); }
+
+RunLog RunLog::create(const std::string& path, const RunInfo& info, const ConfigEntries& config) {
+  h5::File file = h5::File::create_unlocked(path);
+  h5::Group& root = file.root();
+  root.set_string("schema", kRunSchema);
+  root.set_int("schema_version", kRunSchemaVersion);
+  root.set_string("attnlab_version",
+                  info.attnlab_version.empty() ? ATTNLAB_VERSION : info.attnlab_version);
+  root.set_string("git_commit", info.git_commit.empty() ? ATTNLAB_GIT_COMMIT : info.git_commit);
+  root.set_string("created", info.created.empty() ? utc_now() : info.created);
+  root.set_string("host", info.host.empty() ? host_name() : info.host);
+  root.set_int("world_size", info.world_size);
+  root.set_int("threads", info.threads);
+  root.set_int("seed", info.seed);
+  root.set_string("run_id", info.run_id);
+  root.set_string("sweep_id", info.sweep_id);
+  root.set_string("status", to_string(RunStatus::running));
+  root.set_string("config_yaml", info.config_yaml);
+  root.set_string("command_line", info.command_line);
+
+  h5::Group config_group = root.create_group("config");
+  for (const auto& [key, text] : config) {
+    CHECK(!config_group.has_attribute(key)) << path << ": config key '" << key << "' given twice";
+    int64_t integer = 0;
+    double number = 0;
+    if (parse_int(text, &integer)) {
+      config_group.set_int(key, integer);
+    } else if (parse_double(text, &number)) {
+      config_group.set_double(key, number);
+    } else {
+      config_group.set_string(key, text);
+    }
+  }
+  Series train = Series::open(root.create_group("train"));
+  Series eval = Series::open(root.create_group("eval"));
+  root.create_group("diagnostics");
+  root.create_group("summary");
+  root.create_group("attention");
+  file.flush();
+  return RunLog(std::make_unique<State>(std::move(file), std::move(train), std::move(eval)));
+}
+
+RunLog RunLog::resume(const std::string& path, int64_t step) {
+  h5::File file = h5::File::open_unlocked(path, h5::Access::write);
+  check_run_schema(file);
+  h5::Group& root = file.root();
+  Series train = Series::open(root.group("train"));
+  Series eval = Series::open(root.group("eval"));
+  train.keep_steps_up_to(step);
+  eval.keep_steps_up_to(step);
+  std::map<std::string, Series> diagnostics;
+  h5::Group diagnostics_group = root.group("diagnostics");
+  for (const std::string& metric : diagnostics_group.names()) {
+    Series series = Series::open(diagnostics_group.group(metric));
+    series.keep_steps_up_to(step);
+    diagnostics.emplace(metric, std::move(series));
+  }
+  root.set_string("status", to_string(RunStatus::running));
+  file.flush();
+  auto state = std::make_unique<State>(std::move(file), std::move(train), std::move(eval));
+  state->diagnostics = std::move(diagnostics);
+  return RunLog(std::move(state));
+}
+
+namespace {
+
+void append_row(Series& series, const Row& row) {
+  std::vector<std::string> columns;
+  std::vector<double> values;
+  columns.reserve(row.size());
+  values.reserve(row.size());
+  for (const auto& [name, value] : row) {
+    columns.push_back(name);
+    values.push_back(value);
+  }
+  if (!series.defined()) series.define(columns, std::vector<std::vector<int64_t>>(columns.size()));
+  CHECK(columns == series.columns())
+      << series.where() << ": row has columns " << join_names(columns) << ", the series has "
+      << join_names(series.columns());
+  std::vector<const double*> pointers;
+  for (const double& value : values) pointers.push_back(&value);
+  series.append(pointers);
+}
+
+}  // namespace
+
+void RunLog::append_train(const Row& row) {
+  append_row(state_->train, row);
+  state_->file.flush();
+}
+
+void RunLog::append_eval(const Row& row) {
+  append_row(state_->eval, row);
+  state_->file.flush();
+}
+
+void RunLog::append_diagnostic(const std::string& metric, int64_t step,
+                               const std::vector<int64_t>& shape, const std::vector<double>& values,
+                               const std::vector<std::string>& labels) {
+  int64_t count = 1;
+  for (int64_t extent : shape) count *= extent;
+  CHECK(count == static_cast<int64_t>(values.size()))
+      << path() << ", /diagnostics/" << metric << ": " << values.size()
+      << " values given for shape " << Shape(shape).str();
+  auto found = state_->diagnostics.find(metric);
+  if (found == state_->diagnostics.end()) {
+    h5::Group group = state_->file.root().group("diagnostics").create_group(metric);
+    if (!labels.empty()) {
+      CHECK(!shape.empty() && static_cast<int64_t>(labels.size()) == shape[0])
+          << group.where() << ": " << labels.size() << " labels for shape " << Shape(shape).str()
+          << " (one per entry along axis 0)";
+      group.set_strings("labels", labels);
+    }
+    Series series = Series::open(std::move(group));
+    series.define({"step", "value"}, {{}, shape});
+    found = state_->diagnostics.emplace(metric, std::move(series)).first;
+  }
+  Series& series = found->second;
+  CHECK(series.row_shape(1) == shape)
+      << series.where() << ": values of shape " << Shape(shape).str()
+      << ", the series holds rows of shape " << Shape(series.row_shape(1)).str();
+  double step_value = static_cast<double>(step);
+  series.append({&step_value, values.data()});
+  state_->file.flush();
+}
+
+void RunLog::set_summary(const std::string& name, double value) {
+  state_->file.root().group("summary").set_double(name, value);
+  state_->file.flush();
+}
+
+void RunLog::set_summary(const std::string& name, const std::string& value) {
+  state_->file.root().group("summary").set_string(name, value);
+  state_->file.flush();
+}
+
+void RunLog::set_attention_probe(const std::string& probe,
+                                 const std::vector<std::string>& source_tokens,
+                                 const std::vector<std::string>& target_tokens) {
+  CHECK(!source_tokens.empty() && !target_tokens.empty())
+      << path() << ", /attention/" << probe << ": a probe needs source and target tokens";
+  h5::Group group = state_->file.root().group("attention").require_group(probe);
+  group.set_strings("source_tokens", source_tokens);
+  group.set_strings("target_tokens", target_tokens);
+  state_->file.flush();
+}
+
+void RunLog::write_attention(const std::string& probe, AttentionStack stack, int layer,
+                             TensorView<const float> weights) {
+  h5::Group attention = state_->file.root().group("attention");
+  CHECK(attention.has_group(probe)) << path() << ", /attention: probe '" << probe
+                                    << "' has no tokens; call set_attention_probe first";
+  h5::Group group = attention.group(probe);
+  auto source = static_cast<int64_t>(group.get_strings("source_tokens").size());
+  auto target = static_cast<int64_t>(group.get_strings("target_tokens").size());
+  int64_t rows = stack == AttentionStack::encoder_self ? source : target;
+  int64_t cols = stack == AttentionStack::decoder_self ? target : source;
+  const Shape& shape = weights.shape();
+  CHECK(shape.rank() == 3 && shape[0] > 0 && shape[1] == rows && shape[2] == cols)
+      << group.where() << ": " << to_string(stack) << " layer " << layer << " attention has shape "
+      << shape.str() << ", expected (H," << rows << "," << cols << ") for a probe of " << source
+      << " source and " << target << " target tokens";
+  CHECK(layer >= 0) << group.where() << ": layer " << layer;
+  h5::Group stack_group = group.require_group(to_string(stack));
+  std::string name = "layer_" + std::to_string(layer);
+  if (stack_group.has(name)) stack_group.remove(name);
+  stack_group.write<float>(name, shape.dims(), weights.data());
+  state_->file.flush();
+}
+
+void RunLog::set_status(RunStatus status) {
+  state_->file.root().set_string("status", to_string(status));
+  state_->file.flush();
+}
+
+// ---- reading ------------------------------------------------------------------------------
+
+const std::vector<double>& SeriesData::column(const std::string& name) const {
+  auto found = std::find(columns.begin(), columns.end(), name);
+  CHECK(found != columns.end()) << "no column '" << name << "' among " << join_names(columns);
+  return values[static_cast<size_t>(found - columns.begin())];
+}
+
+namespace {
+
+SeriesData read_series(h5::Group group) {
+  Series series = Series::open(std::move(group));
+  SeriesData data;
+  if (!series.defined()) return data;
+  data.columns = series.columns();
+  data.rows = series.rows();
+  for (size_t c = 0; c < data.columns.size(); ++c) data.values.push_back(series.read_column(c));
+  return data;
+}
+
+}  // namespace
+
+RunContents read_run(const std::string& path) {
+  h5::File file = h5::File::open_unlocked(path, h5::Access::read);
+  RunContents run;
+  run.schema_version = check_run_schema(file);
+  const h5::Group& root = file.root();
+  RunInfo& info = run.info;
+  info.run_id = root.get_string("run_id");
+  info.sweep_id = root.get_string("sweep_id");
+  info.world_size = root.get_int("world_size");
+  info.threads = root.get_int("threads");
+  info.seed = root.get_int("seed");
+  info.config_yaml = root.get_string("config_yaml");
+  info.command_line = root.get_string("command_line");
+  info.attnlab_version = root.get_string("attnlab_version");
+  info.git_commit = root.get_string("git_commit");
+  info.created = root.get_string("created");
+  info.host = root.get_string("host");
+  run.status = parse_run_status(root.get_string("status"));
+
+  h5::Group config = root.group("config");
+  for (const std::string& key : config.attribute_names()) {
+    switch (config.attribute_type(key)) {
+      case h5::ValueType::integer:
+        run.config.emplace_back(key, std::to_string(config.get_int(key)));
+        break;
+      case h5::ValueType::floating:
+        run.config.emplace_back(key, number_text(config.get_double(key)));
+        break;
+      default: run.config.emplace_back(key, config.get_string(key)); break;
+    }
+  }
+  run.train = read_series(root.group("train"));
+  run.eval = read_series(root.group("eval"));
+  h5::Group summary = root.group("summary");
+  for (const std::string& name : summary.attribute_names()) {
+    if (summary.attribute_type(name) == h5::ValueType::string) {
+      run.summary_texts[name] = summary.get_string(name);
+    } else {
+      run.summary_numbers[name] = summary.get_double(name);
+    }
+  }
+  return run;
+}
+
+}  // namespace attnlab::io
