@@ -1,0 +1,75 @@
+// Reading and validating line-aligned parallel text.
+#include "core/data/corpus.h"
+
+#include <fstream>
+
+#include "core/util/check.h"
+
+namespace attnlab {
+
+int64_t find_invalid_utf8(const std::string& text) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t size = text.size();
+  size_t i = 0;
+  while (i < size) {
+    const unsigned char lead = bytes[i];
+    size_t length = 0;
+    uint32_t code = 0, minimum = 0;
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    } else if ((lead & 0xE0) == 0xC0) {
+      length = 2, code = lead & 0x1F, minimum = 0x80;
+    } else if ((lead & 0xF0) == 0xE0) {
+      length = 3, code = lead & 0x0F, minimum = 0x800;
+    } else if ((lead & 0xF8) == 0xF0) {
+      length = 4, code = lead & 0x07, minimum = 0x10000;
+    } else {
+      return static_cast<int64_t>(i);  // a continuation byte or 0xF8..0xFF cannot start a char
+    }
+    if (i + length > size) return static_cast<int64_t>(i);
+    for (size_t k = 1; k < length; ++k) {
+      if ((bytes[i + k] & 0xC0) != 0x80) return static_cast<int64_t>(i);
+      code = (code << 6) | (bytes[i + k] & 0x3F);
+    }
+    if (code < minimum || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
+      return static_cast<int64_t>(i);
+    }
+    i += length;
+  }
+  return -1;
+}
+
+std::vector<std::string> read_text_lines(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  CHECK(in.good()) << "cannot open " << path << " (missing file or no permission)";
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const int64_t line_number = static_cast<int64_t>(lines.size()) + 1;
+    CHECK(line.find_first_not_of(" \t\v\f") != std::string::npos)
+        << path << ":" << line_number << ": empty line (every line must hold one segment)";
+    const int64_t bad = find_invalid_utf8(line);
+    CHECK(bad < 0) << path << ":" << line_number << ": invalid UTF-8 at byte " << bad + 1
+                   << " of the line";
+    lines.push_back(std::move(line));
+  }
+  CHECK(!in.bad()) << "error while reading " << path;
+  CHECK(!lines.empty()) << path << ": the file is empty";
+  return lines;
+}
+
+ParallelText read_parallel_text(const std::string& src_path, const std::string& tgt_path) {
+  ParallelText text;
+  text.src_path = src_path;
+  text.tgt_path = tgt_path;
+  text.src = read_text_lines(src_path);
+  text.tgt = read_text_lines(tgt_path);
+  CHECK(text.src.size() == text.tgt.size())
+      << "parallel files are not line-aligned: " << src_path << " has " << text.src.size()
+      << " lines but " << tgt_path << " has " << text.tgt.size();
+  return text;
+}
+
+}  // namespace attnlab

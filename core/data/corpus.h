@@ -1,0 +1,30 @@
+// Parallel corpus: line-aligned source and target text files (train.en / train.es, or any
+// train.src / train.tgt pair), read whole and checked before anything trains on them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnlab {
+
+struct ParallelText {
+  std::string src_path, tgt_path;
+  std::vector<std::string> src;  // one segment per line, without the newline
+  std::vector<std::string> tgt;  // same length as src
+};
+
+// The lines of a UTF-8 text file ('\n' or "\r\n" endings; a missing final newline is fine).
+// Throws Error naming the file and the 1-based line for: a missing or unreadable file, an empty
+// (or all-whitespace) line, invalid UTF-8. An empty file is an error too.
+std::vector<std::string> read_text_lines(const std::string& path);
+
+// Both sides of a parallel corpus; also an Error when the line counts differ (naming both files
+// and both counts).
+ParallelText read_parallel_text(const std::string& src_path, const std::string& tgt_path);
+
+// Byte offset of the first invalid UTF-8 sequence in `text`, or -1 when it is valid. Rejects
+// overlong forms, surrogates (U+D800..U+DFFF) and code points above U+10FFFF.
+int64_t find_invalid_utf8(const std::string& text);
+
+}  // namespace attnlab
