@@ -1,0 +1,62 @@
+// Failure handling: the catch-all around a command and the std::terminate handler.
+#include "core/dist/abort.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "core/util/check.h"
+
+namespace attnlab::dist {
+
+namespace {
+
+// A terminate handler cannot capture state; the guard publishes the communicator here.
+std::atomic<Comm*> terminate_comm{nullptr};
+
+[[noreturn]] void abort_job_on_terminate() {
+  const std::string reason = "uncaught exception: " + describe_current_exception();
+  if (Comm* comm = terminate_comm.load()) comm->abort(kFailureExitCode, reason);
+  std::fprintf(stderr, "attnlab: %s\n", reason.c_str());
+  std::abort();
+}
+
+}  // namespace
+
+std::string describe_current_exception() {
+  const std::exception_ptr current = std::current_exception();
+  if (!current) return "no active exception";
+  try {
+    std::rethrow_exception(current);
+  } catch (const std::exception& error) {
+    return error.what();
+  } catch (...) {
+    return "an exception of a type not derived from std::exception";
+  }
+}
+
+int run_or_abort(Comm& comm, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (...) {
+    const std::string message = "error: " + describe_current_exception();
+    if (comm.size() > 1) comm.abort(kFailureExitCode, message);
+    std::fprintf(stderr, "attnlab: %s\n", message.c_str());
+    return kFailureExitCode;
+  }
+}
+
+AbortOnTerminate::AbortOnTerminate(Comm& comm) {
+  Comm* expected = nullptr;
+  CHECK(terminate_comm.compare_exchange_strong(expected, &comm))
+      << "an AbortOnTerminate guard is already installed; keep one, in main";
+  previous_handler_ = std::set_terminate(abort_job_on_terminate);
+}
+
+AbortOnTerminate::~AbortOnTerminate() {
+  std::set_terminate(previous_handler_);
+  terminate_comm.store(nullptr);
+}
+
+}  // namespace attnlab::dist

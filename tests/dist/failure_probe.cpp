@@ -1,0 +1,53 @@
+// A two-rank job in which rank 1 fails while rank 0 waits in an allreduce (run by
+// check_failure.sh). The job must end at once, non-zero, naming rank 1 and the error.
+//
+//   failure_probe caught     rank 1 throws inside the command: run_or_abort aborts the job
+//   failure_probe uncaught   rank 1's exception hits a noexcept boundary: the terminate handler
+//   failure_probe killed     rank 1 dies by SIGKILL (as under the OOM killer): the launcher ends it
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "core/dist/abort.h"
+#include "core/dist/comm.h"
+#include "core/util/check.h"
+
+namespace {
+
+void throw_probe_error() { throw std::runtime_error("probe failure in the middle of step 3"); }
+
+// Like an exception escaping an OpenMP region or a destructor: std::terminate runs.
+void call_noexcept(void (*function)()) noexcept { function(); }
+
+int run_probe(attnlab::dist::Comm& comm, const char* mode) {
+  float value = 1.0f;
+  comm.allreduce_sum(&value, 1);  // a first step both ranks complete
+  if (comm.rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // rank 0 is now waiting
+    if (std::strcmp(mode, "caught") == 0) {
+      throw attnlab::Error("probe failure in the middle of step 3");
+    } else if (std::strcmp(mode, "uncaught") == 0) {
+      call_noexcept(throw_probe_error);
+    } else if (std::strcmp(mode, "killed") == 0) {
+      std::raise(SIGKILL);
+    }
+    CHECK(false) << "unknown mode '" << mode << "', expected caught, uncaught or killed";
+  }
+  comm.allreduce_sum(&value, 1);  // rank 1 never joins
+  std::fprintf(stderr, "rank %d: the second allreduce returned; the failure was not noticed\n",
+               comm.rank());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  std::unique_ptr<attnlab::dist::Comm> comm = attnlab::dist::make_comm();
+  attnlab::dist::AbortOnTerminate abort_on_terminate(*comm);
+  return attnlab::dist::run_or_abort(*comm, [&] { return run_probe(*comm, mode); });
+}
