@@ -1,0 +1,234 @@
+// Corpus BLEU: the 13a tokenizer, clipped n-gram statistics and sacreBLEU's scoring rules.
+#include "core/metrics/bleu.h"
+
+#include <cmath>
+#include <cstdio>
+#include <unordered_map>
+
+#include "core/util/check.h"
+
+namespace attnlab {
+namespace {
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// 13a's first rule splits off: { | } ~  [ \ ] ^ _ `  space ! " # $ % &  ( ) * +  : ; < = > ? @  /
+bool is_13a_symbol(char c) {
+  return (c >= '{' && c <= '~') || (c >= '[' && c <= '`') || (c >= ' ' && c <= '&') ||
+         (c >= '(' && c <= '+') || (c >= ':' && c <= '@') || c == '/';
+}
+
+// Length in bytes of the Unicode whitespace character at text[i] (Python's str.split() set),
+// or 0. Rules that match one byte at a time are equivalent to Python's per-character regexes
+// here, because every character class involved is ASCII or its complement.
+size_t whitespace_length(const std::string& text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = byte(i);
+  if (c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F)) return 1;
+  if (c == 0xC2 && i + 1 < text.size() && (byte(i + 1) == 0x85 || byte(i + 1) == 0xA0)) return 2;
+  if (i + 2 < text.size()) {
+    const uint32_t code = (uint32_t{c} << 16) | (uint32_t{byte(i + 1)} << 8) | byte(i + 2);
+    if (code == 0xE19A80 || (code >= 0xE28080 && code <= 0xE2808A) || code == 0xE280A8 ||
+        code == 0xE280A9 || code == 0xE280AF || code == 0xE2819F || code == 0xE38080) {
+      return 3;  // U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000
+    }
+  }
+  return 0;
+}
+
+std::vector<std::string> split_whitespace(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  for (size_t i = 0; i < text.size();) {
+    const size_t space = whitespace_length(text, i);
+    if (space > 0) {
+      if (!word.empty()) words.push_back(std::move(word));
+      word.clear();
+      i += space;
+    } else {
+      word.push_back(text[i++]);
+    }
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  return words;
+}
+
+// Counts of every n-gram (n = 1..4) of `tokens`, keyed by the tokens joined with spaces.
+std::unordered_map<std::string, int64_t> count_ngrams(const std::vector<std::string>& tokens) {
+  std::unordered_map<std::string, int64_t> counts;
+  for (size_t start = 0; start < tokens.size(); ++start) {
+    std::string key;
+    for (size_t n = 0; n < static_cast<size_t>(kBleuMaxOrder) && start + n < tokens.size(); ++n) {
+      if (n > 0) key.push_back(' ');
+      key += tokens[start + n];
+      ++counts[key];
+    }
+  }
+  return counts;
+}
+
+int64_t ngram_order(const std::string& key) {
+  int64_t spaces = 0;
+  for (char c : key) spaces += c == ' ';
+  return spaces + 1;
+}
+
+}  // namespace
+
+std::vector<std::string> tokenize_13a(const std::string& line) {
+  std::string text = line;
+  replace_all(text, "<skipped>", "");
+  replace_all(text, "-\n", "");
+  replace_all(text, "\n", " ");
+  replace_all(text, "&quot;", "\"");
+  replace_all(text, "&amp;", "&");
+  replace_all(text, "&lt;", "<");
+  replace_all(text, "&gt;", ">");
+  text = " " + text + " ";
+
+  // Each rule is one left-to-right pass of non-overlapping matches, like Python's re.sub.
+  std::string out;
+  for (char c : text) {  // ([\{-\~\[-\` -\&\(-\+\:-\@\/]) -> " \1 "
+    if (is_13a_symbol(c)) {
+      out += ' ';
+      out += c;
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  text.swap(out);
+  out.clear();
+  for (size_t i = 0; i < text.size();) {  // ([^0-9])([\.,]) -> "\1 \2 "
+    if (i + 1 < text.size() && !is_digit(text[i]) && (text[i + 1] == '.' || text[i + 1] == ',')) {
+      out += text[i];
+      out += ' ';
+      out += text[i + 1];
+      out += ' ';
+      i += 2;
+    } else {
+      out += text[i++];
+    }
+  }
+  text.swap(out);
+  out.clear();
+  for (size_t i = 0; i < text.size();) {  // ([\.,])([^0-9]) -> " \1 \2"
+    if (i + 1 < text.size() && (text[i] == '.' || text[i] == ',') && !is_digit(text[i + 1])) {
+      out += ' ';
+      out += text[i];
+      out += ' ';
+      out += text[i + 1];
+      i += 2;
+    } else {
+      out += text[i++];
+    }
+  }
+  text.swap(out);
+  out.clear();
+  for (size_t i = 0; i < text.size();) {  // ([0-9])(-) -> "\1 \2 "
+    if (i + 1 < text.size() && is_digit(text[i]) && text[i + 1] == '-') {
+      out += text[i];
+      out += " - ";
+      i += 2;
+    } else {
+      out += text[i++];
+    }
+  }
+  return split_whitespace(out);
+}
+
+BleuStats& BleuStats::operator+=(const BleuStats& other) {
+  for (int n = 0; n < kBleuMaxOrder; ++n) {
+    matches[n] += other.matches[n];
+    totals[n] += other.totals[n];
+  }
+  hyp_length += other.hyp_length;
+  ref_length += other.ref_length;
+  return *this;
+}
+
+BleuStats sentence_bleu_stats(const std::string& hypothesis, const std::string& reference) {
+  // sacreBLEU strips trailing whitespace before tokenizing; 13a's split makes that a no-op.
+  const std::vector<std::string> hyp = tokenize_13a(hypothesis);
+  const std::vector<std::string> ref = tokenize_13a(reference);
+  BleuStats stats;
+  stats.hyp_length = static_cast<int64_t>(hyp.size());
+  stats.ref_length = static_cast<int64_t>(ref.size());
+  const auto ref_counts = count_ngrams(ref);
+  for (const auto& [ngram, count] : count_ngrams(hyp)) {
+    const int64_t n = ngram_order(ngram) - 1;
+    stats.totals[n] += count;
+    const auto found = ref_counts.find(ngram);
+    if (found != ref_counts.end()) stats.matches[n] += std::min(count, found->second);
+  }
+  return stats;
+}
+
+BleuScore compute_bleu(const BleuStats& stats) {
+  BleuScore result;
+  result.stats = stats;
+  const double c = static_cast<double>(stats.hyp_length);
+  const double r = static_cast<double>(stats.ref_length);
+  result.ratio = r > 0 ? c / r : 0.0;
+  if (c < r) {
+    result.brevity_penalty = c > 0 ? std::exp(1.0 - r / c) : 0.0;
+  } else {
+    result.brevity_penalty = 1.0;
+  }
+  bool any_match = false;
+  for (int64_t m : stats.matches) any_match = any_match || m > 0;
+  if (!any_match) return result;  // score 0, precisions 0
+
+  double smooth = 1.0;
+  for (int n = 0; n < kBleuMaxOrder; ++n) {
+    if (stats.totals[n] == 0) break;  // this order and higher stay at precision 0
+    const double total = static_cast<double>(stats.totals[n]);
+    if (stats.matches[n] == 0) {
+      smooth *= 2.0;
+      result.precisions[n] = 100.0 / (smooth * total);
+    } else {
+      result.precisions[n] = 100.0 * static_cast<double>(stats.matches[n]) / total;
+    }
+  }
+  // sacreBLEU's my_log: log(0) is -9999999999, which sends the score to exactly 0.
+  double log_sum = 0.0;
+  for (double p : result.precisions) log_sum += p == 0.0 ? -9999999999.0 : std::log(p);
+  result.score = result.brevity_penalty * std::exp(log_sum / kBleuMaxOrder);
+  return result;
+}
+
+BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
+                      const std::vector<std::string>& references) {
+  CHECK(hypotheses.size() == references.size())
+      << "BLEU needs one hypothesis per reference: got " << hypotheses.size() << " hypotheses and "
+      << references.size() << " references";
+  BleuStats stats;
+  for (size_t i = 0; i < hypotheses.size(); ++i) {
+    stats += sentence_bleu_stats(hypotheses[i], references[i]);
+  }
+  return compute_bleu(stats);
+}
+
+std::string BleuScore::format() const {
+  char text[256];
+  std::snprintf(text, sizeof(text),
+                "BLEU = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld "
+                "ref_len = %lld)",
+                score, precisions[0], precisions[1], precisions[2], precisions[3], brevity_penalty,
+                ratio, static_cast<long long>(stats.hyp_length),
+                static_cast<long long>(stats.ref_length));
+  return text;
+}
+
+std::string bleu_signature() {
+  // sacreBLEU's fields; the version names this implementation of sacreBLEU 2.x's rules.
+  return "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.x-attnlab";
+}
+
+}  // namespace attnlab

@@ -1,0 +1,52 @@
+// Corpus BLEU with sacreBLEU's default rules (sacreBLEU 2.x `BLEU()`): 13a tokenizer,
+// case-sensitive, one reference, max n-gram order 4, 'exp' smoothing, effective order off.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnlab {
+
+inline constexpr int kBleuMaxOrder = 4;
+
+// sacreBLEU's "13a" tokenizer (mteval-v13a.pl): unescapes &quot; &amp; &lt; &gt;, splits
+// punctuation and symbols off, splits '.' and ',' unless between digits and '-' after a digit,
+// then splits on whitespace.
+std::vector<std::string> tokenize_13a(const std::string& line);
+
+// Sufficient statistics of a corpus: summed over sentences, so corpora can be merged.
+struct BleuStats {
+  std::array<int64_t, kBleuMaxOrder> matches{};  // clipped n-gram matches, n = 1..4
+  std::array<int64_t, kBleuMaxOrder> totals{};   // hypothesis n-grams, n = 1..4
+  int64_t hyp_length = 0;
+  int64_t ref_length = 0;
+  BleuStats& operator+=(const BleuStats& other);
+};
+
+BleuStats sentence_bleu_stats(const std::string& hypothesis, const std::string& reference);
+
+struct BleuScore {
+  double score = 0.0;                              // 0..100
+  std::array<double, kBleuMaxOrder> precisions{};  // percent, smoothed as sacreBLEU reports them
+  double brevity_penalty = 0.0;
+  double ratio = 0.0;  // hyp_length / ref_length
+  BleuStats stats;
+  // "BLEU = 34.21 65.3/40.1/27.0/19.3 (BP = 1.000 ratio = 1.012 hyp_len = 123 ref_len = 121)"
+  std::string format() const;
+};
+
+// score = BP * exp(mean_n log p_n), BP = exp(1 - r/c) when c < r else 1. A precision with no
+// match is smoothed to 100 / (2^k * total_n) for the k-th such order ('exp'); no match at any
+// order scores 0; an order with no hypothesis n-gram gives log 0 (score 0), as sacreBLEU does.
+BleuScore compute_bleu(const BleuStats& stats);
+
+// Corpus BLEU of line-aligned hypotheses and references (Error if the counts differ).
+BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
+                      const std::vector<std::string>& references);
+
+// The signature that says which BLEU this is, in sacreBLEU's format.
+std::string bleu_signature();
+
+}  // namespace attnlab
