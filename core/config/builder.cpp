@@ -214,6 +214,15 @@ std::string ConfigBuilder::where_set(const std::vector<std::string>& keys) const
   return latest == nullptr ? "defaults" : latest->where;
 }
 
+std::vector<std::string> ConfigBuilder::keys_set_since(int mark) const {
+  std::vector<std::string> keys;
+  for (const Option& option : options()) {
+    auto it = origins_.find(option.key);
+    if (it != origins_.end() && it->second.order > mark) keys.push_back(option.key);
+  }
+  return keys;
+}
+
 ExperimentConfig ConfigBuilder::finish() const {
   if (auto violation = check_rules(config_)) fail(where_set(violation->keys), violation->message);
   ExperimentConfig resolved = config_;

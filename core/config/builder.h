@@ -34,6 +34,12 @@ class ConfigBuilder {
   // The config with every rule checked and d_k/d_v resolved; throws ConfigError at the location
   // of the most recently set key a broken rule involves.
   ExperimentConfig finish() const;
+  // The config as applied so far (unchecked, d_k/d_v unresolved).
+  const ExperimentConfig& current() const { return config_; }
+  // A counter that grows with every applied value; keys_set_since(mark) lists (in table order) the
+  // keys whose current value was applied after `mark` was taken.
+  int mark() const { return order_; }
+  std::vector<std::string> keys_set_since(int mark) const;
 
  private:
   void add_file_chain(const std::string& path, const std::string& included_from,

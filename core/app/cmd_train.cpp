@@ -1,0 +1,53 @@
+// `attnlab train`: trains one run (or resumes it, or does nothing when it is complete), under
+// mpirun/srun as well as alone.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "core/app/cli.h"
+#include "core/config/config.h"
+#include "core/dist/abort.h"
+#include "core/dist/comm.h"
+#include "core/train/run.h"
+
+namespace attnlab::cli {
+namespace {
+
+int run_train(const std::vector<std::string>& args) {
+  po::options_description options("train options");
+  add_config_options(options);
+  add_out_option(options, "", "the run directory (default: <log.dir>/<name>)");
+  options.add_options()("force", "train a completed run again, in a new directory <out>.<n>")(
+      "quiet,q", "no progress output")("run-id", po::value<std::string>(), "run id for the log")(
+      "sweep-id", po::value<std::string>(), "sweep id for the log");
+  po::positional_options_description positional;
+  positional.add("config", -1);
+  po::variables_map values;
+  if (!parse("train", "-c FILE [-c FILE ...] [--set KEY=VALUE ...] [--out DIR] [--force]", args,
+             options, positional, values)) {
+    return kExitOk;
+  }
+  RunRequest request;
+  const std::vector<std::string> files = strings(values, "config");
+  if (files.empty()) throw UsageError("train needs an experiment file: attnlab train -c FILE");
+  request.config = config::load(files, strings(values, "set"));
+  const std::string out = values.count("out") ? values["out"].as<std::string>() : std::string();
+  request.out_dir = out.empty() ? request.config.log.dir + "/" + request.config.name : out;
+  request.force = values.count("force") != 0;
+  request.quiet = values.count("quiet") != 0;
+  if (values.count("run-id")) request.run_id = values["run-id"].as<std::string>();
+  if (values.count("sweep-id")) request.sweep_id = values["sweep-id"].as<std::string>();
+  request.command_line = "attnlab train";
+  for (const std::string& word : args) request.command_line += " " + word;
+
+  std::unique_ptr<dist::Comm> comm = dist::make_comm();
+  dist::AbortOnTerminate abort_on_terminate(*comm);
+  return dist::run_or_abort(*comm, [&] { return run_training(request, *comm); });
+}
+
+const CommandRegistration kRegister{"train", "train one run (resumes an unfinished one)",
+                                    &run_train};
+
+}  // namespace
+}  // namespace attnlab::cli

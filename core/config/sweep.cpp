@@ -1,0 +1,302 @@
+// Sweep expansion (rows x grid x seeds), run ids and names, and the manifest.
+#include "core/config/sweep.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/config/builder.h"
+#include "core/config/config.h"
+#include "core/config/options.h"
+#include "core/config/suggest.h"
+
+namespace attnlab::config {
+namespace fs = std::filesystem;
+namespace {
+
+struct Row {
+  std::string name;
+  std::string group;
+  YAML::Node set;  // a mapping of keys (nested or dotted), or null
+  PaperValues paper;
+  std::string where;  // the row's location in the sweep file
+};
+
+struct GridAxis {
+  std::string key;
+  std::vector<YAML::Node> values;
+};
+
+// Fails unless every key of `map` is one of `allowed`, suggesting the closest.
+void check_keys(const YAML::Node& map, const std::string& file, const std::string& section,
+                const std::vector<std::string>& allowed) {
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    bool known = false;
+    for (const std::string& name : allowed) known = known || key == name;
+    if (known) continue;
+    std::string best = closest(key, allowed);
+    std::string hint = best.empty() ? "" : " (did you mean '" + section + "." + best + "'?)";
+    fail(location(file, it->first), "unknown key '" + section + "." + key + "'" + hint);
+  }
+}
+
+std::string scalar(const YAML::Node& node, const std::string& file, const std::string& key) {
+  if (!node.IsScalar()) fail(location(file, node), key + ": expected a string");
+  return node.Scalar();
+}
+
+double paper_number(const YAML::Node& node, const std::string& file, const std::string& key) {
+  char* end = nullptr;
+  const std::string text = node.IsScalar() ? node.Scalar() : "";
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) {
+    fail(location(file, node), key + ": expected a number, got " + (text.empty() ? "?" : text));
+  }
+  return value;
+}
+
+Row parse_row(const YAML::Node& node, const std::string& file) {
+  if (!node.IsMap()) fail(location(file, node), "sweep.rows: each row must be a mapping");
+  check_keys(node, file, "sweep.rows[]", {"name", "group", "set", "paper"});
+  Row row;
+  row.where = location(file, node);
+  if (!node["name"]) fail(row.where, "sweep.rows[]: every row needs a name");
+  row.name = scalar(node["name"], file, "sweep.rows[].name");
+  if (node["group"]) row.group = scalar(node["group"], file, "sweep.rows[].group");
+  if (node["set"]) {
+    row.set = node["set"];
+    if (!row.set.IsMap() && !row.set.IsNull()) {
+      fail(location(file, row.set), "sweep.rows[].set: expected a mapping of keys to values");
+    }
+  }
+  if (const YAML::Node paper = node["paper"]) {
+    if (!paper.IsMap()) fail(location(file, paper), "sweep.rows[].paper: expected a mapping");
+    check_keys(paper, file, "sweep.rows[].paper", {"ppl", "bleu", "params"});
+    if (paper["ppl"]) row.paper.ppl = paper_number(paper["ppl"], file, "paper.ppl");
+    if (paper["bleu"]) row.paper.bleu = paper_number(paper["bleu"], file, "paper.bleu");
+    if (paper["params"]) row.paper.params = paper_number(paper["params"], file, "paper.params");
+  }
+  return row;
+}
+
+// Letters, digits, '.' and '_' survive; any other run of characters becomes one '-'.
+std::string slug(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    bool keep = std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_';
+    if (keep) {
+      out += ch;
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+std::string leaf(const std::string& key) { return key.substr(key.rfind('.') + 1); }
+
+}  // namespace
+
+uint64_t fnv1a64(const std::string& text) {
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV offset basis
+  for (unsigned char byte : text) {
+    hash ^= byte;
+    hash *= 0x100000001b3ull;  // FNV prime
+  }
+  return hash;
+}
+
+std::string run_id(const ExperimentConfig& config) {
+  ExperimentConfig defaults;
+  defaults.model.resolve_defaults();
+  const auto reference = flatten(defaults);
+  const auto values = flatten(config);
+  std::string text;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::string& key = values[i].first;
+    if (key == "name" || key == "log.dir" || key.rfind("cluster.", 0) == 0) continue;
+    if (values[i].second != reference[i].second) text += key + "=" + values[i].second + "\n";
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fnv1a64(text)));
+  return std::string(hex, 12);
+}
+
+Sweep expand(const std::string& path, const std::vector<std::string>& sets) {
+  ConfigBuilder base;
+  const YAML::Node section = base.add_file(path, /*allow_sweep=*/true);
+  const std::string file = fs::path(path).lexically_normal().string();
+  if (section.IsNull())
+    fail(file, "no sweep: section (rows, grid or seeds); use -c for a single run");
+  if (!section.IsMap()) fail(location(file, section), "sweep: expected a mapping");
+  check_keys(section, file, "sweep", {"name", "seeds", "rows", "grid"});
+
+  Sweep sweep;
+  sweep.source = file;
+  sweep.sets = sets;
+  sweep.name =
+      slug(section["name"] ? scalar(section["name"], file, "sweep.name") : base.current().name);
+
+  std::vector<Row> rows;
+  if (const YAML::Node list = section["rows"]) {
+    if (!list.IsSequence()) fail(location(file, list), "sweep.rows: expected a list of rows");
+    for (const YAML::Node& node : list) rows.push_back(parse_row(node, file));
+  }
+  if (rows.empty()) rows.push_back(Row{"", "", YAML::Node(), {}, file});
+
+  std::vector<GridAxis> grid;
+  if (const YAML::Node map = section["grid"]) {
+    if (!map.IsMap()) fail(location(file, map), "sweep.grid: expected a mapping of key: [values]");
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      GridAxis axis{it->first.Scalar(), {}};
+      if (!find_option(axis.key)) {
+        fail(location(file, it->first),
+             "unknown key '" + axis.key + "' in sweep.grid" + suggestion(axis.key));
+      }
+      if (!it->second.IsSequence() || it->second.size() == 0) {
+        fail(location(file, it->second), "sweep.grid." + axis.key + ": expected a list of values");
+      }
+      for (const YAML::Node& value : it->second) axis.values.push_back(value);
+      grid.push_back(axis);
+    }
+  }
+
+  std::vector<YAML::Node> seeds;
+  if (const YAML::Node list = section["seeds"]) {
+    if (!list.IsSequence() || list.size() == 0) {
+      fail(location(file, list), "sweep.seeds: expected a list of seeds");
+    }
+    for (const YAML::Node& seed : list) seeds.push_back(seed);
+  }
+
+  // Grid combinations in odometer order: the last axis changes fastest.
+  size_t combinations = 1;
+  for (const GridAxis& axis : grid) combinations *= axis.values.size();
+  std::map<std::string, std::string> id_owner;    // id -> run name
+  std::map<std::string, std::string> name_where;  // run name -> location of its row
+  for (const Row& row : rows) {
+    for (size_t combination = 0; combination < combinations; ++combination) {
+      std::vector<size_t> pick(grid.size());
+      for (size_t a = grid.size(), rest = combination; a-- > 0; rest /= grid[a].values.size()) {
+        pick[a] = rest % grid[a].values.size();
+      }
+      for (size_t s = 0; s < std::max<size_t>(seeds.size(), 1); ++s) {
+        ConfigBuilder builder = base;
+        const int before_row = builder.mark();
+        if (row.set && row.set.IsMap()) builder.add_map(row.set, file);
+        std::vector<std::string> name_parts;
+        if (!row.name.empty()) name_parts.push_back(slug(row.name));
+        for (size_t a = 0; a < grid.size(); ++a) {
+          const YAML::Node& value = grid[a].values[pick[a]];
+          builder.apply(grid[a].key, value, location(file, value));
+          name_parts.push_back(slug(leaf(grid[a].key) + "-" + value.Scalar()));
+        }
+        std::vector<std::string> overridden = builder.keys_set_since(before_row);
+        if (!seeds.empty()) builder.apply("seed", seeds[s], location(file, seeds[s]));
+        for (const std::string& set : sets) builder.add_set(set);
+
+        SweepRun run;
+        if (name_parts.empty()) name_parts.push_back(slug(sweep.name));
+        std::string name;
+        for (const std::string& part : name_parts) name += part + ".";
+        try {
+          run.config = builder.finish();
+        } catch (const ConfigError& error) {
+          const std::string seed =
+              seeds.empty() ? std::to_string(builder.current().seed) : seeds[s].Scalar();
+          throw ConfigError(std::string(error.what()) + " [in run " + name + "seed" + seed + "]");
+        }
+        run.seed = run.config.seed;
+        run.name = name + "seed" + std::to_string(run.seed);
+        run.config.name = run.name;
+        run.group = row.group;
+        run.paper = row.paper;
+        for (const std::string& key : overridden) {
+          run.overrides.emplace_back(key, find_option(key)->show(run.config));
+        }
+        run.id = run_id(run.config);
+        const std::string where = row.where;
+        if (auto [it, fresh] = id_owner.emplace(run.id, run.name); !fresh) {
+          fail(where, "runs '" + it->second + "' and '" + run.name +
+                          "' have the same configuration (id " + run.id +
+                          "); a sweep must not repeat a run");
+        }
+        if (auto [it, fresh] = name_where.emplace(run.name, where); !fresh) {
+          fail(where, "two runs are named '" + run.name + "' (the other row is at " + it->second +
+                          "); row names must differ");
+        }
+        sweep.runs.push_back(std::move(run));
+      }
+    }
+  }
+  return sweep;
+}
+
+const SweepRun& find_run(const Sweep& sweep, const std::string& id_or_name) {
+  std::vector<std::string> names;
+  for (const SweepRun& run : sweep.runs) {
+    if (run.id == id_or_name || run.name == id_or_name) return run;
+    names.push_back(run.name);
+  }
+  std::string best = closest(id_or_name, names);
+  throw ConfigError(sweep.source + ": no run '" + id_or_name + "' in sweep '" + sweep.name + "'" +
+                    (best.empty() ? "" : " (did you mean '" + best + "'?)"));
+}
+
+std::string manifest_yaml(const Sweep& sweep) {
+  std::ostringstream out;
+  out << "# attnlab sweep manifest: one entry per run; ids are stable hashes of the resolved "
+         "config.\n";
+  out << "sweep: " << format_string(sweep.name) << "\n";
+  out << "source: " << format_string(sweep.source) << "\n";
+  out << "sets: [";
+  for (size_t i = 0; i < sweep.sets.size(); ++i) {
+    out << (i ? ", " : "") << format_string(sweep.sets[i]);
+  }
+  out << "]\n";
+  out << "runs:\n";
+  for (const SweepRun& run : sweep.runs) {
+    out << "  - id: " << format_string(run.id) << "\n";
+    out << "    name: " << format_string(run.name) << "\n";
+    out << "    group: " << format_string(run.group) << "\n";
+    out << "    seed: " << run.seed << "\n";
+    out << "    overrides: {";
+    for (size_t i = 0; i < run.overrides.size(); ++i) {
+      out << (i ? ", " : "") << run.overrides[i].first << ": " << run.overrides[i].second;
+    }
+    out << "}\n";
+    std::vector<std::string> paper;
+    if (run.paper.ppl) paper.push_back("ppl: " + format_number(*run.paper.ppl));
+    if (run.paper.bleu) paper.push_back("bleu: " + format_number(*run.paper.bleu));
+    if (run.paper.params) paper.push_back("params: " + format_number(*run.paper.params));
+    if (!paper.empty()) {
+      out << "    paper: {";
+      for (size_t i = 0; i < paper.size(); ++i) out << (i ? ", " : "") << paper[i];
+      out << "}\n";
+    }
+  }
+  return out.str();
+}
+
+std::string write_manifest(const Sweep& sweep, const std::string& runs_dir) {
+  const fs::path dir = fs::path(runs_dir) / sweep.name;
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw Error("cannot create " + dir.string() + ": " + error.message());
+  const fs::path path = dir / "manifest.yaml";
+  const fs::path partial = dir / "manifest.yaml.partial";
+  {
+    std::ofstream out(partial);
+    out << manifest_yaml(sweep);
+    if (!out) throw Error("cannot write " + partial.string());
+  }
+  fs::rename(partial, path, error);  // readers never see a half-written manifest
+  if (error) throw Error("cannot rename " + partial.string() + ": " + error.message());
+  return path.string();
+}
+
+}  // namespace attnlab::config

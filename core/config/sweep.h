@@ -1,0 +1,62 @@
+// Sweeps: an experiment plus a `sweep:` section (rows, grid, seeds) expanded deterministically
+// into runs with stable ids, and the manifest that lists them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config/experiment.h"
+
+namespace attnlab::config {
+
+// The paper's numbers for a row (Table 3), when the sweep file gives them.
+struct PaperValues {
+  std::optional<double> ppl;
+  std::optional<double> bleu;
+  std::optional<double> params;  // millions
+};
+
+struct SweepRun {
+  std::string id;     // 12 hex digits of run_id(config)
+  std::string name;   // readable and unique in the sweep: "<row>.<grid key-value...>.seed<n>"
+  std::string group;  // the row's group label ("A".."E", "big"), "" for grid-only sweeps
+  uint64_t seed = 0;
+  // The keys the row and grid set, with the run's final value as YAML text (table order).
+  std::vector<std::pair<std::string, std::string>> overrides;
+  PaperValues paper;
+  ExperimentConfig config;  // resolved and checked; config.name is the run name
+};
+
+struct Sweep {
+  std::string name;               // sweep.name, else the experiment's name
+  std::string source;             // the sweep file
+  std::vector<std::string> sets;  // --set applied to every run (they win over rows and grid)
+  std::vector<SweepRun> runs;     // rows (file order) x grid (last key fastest) x seeds
+};
+
+// Expands the sweep file at `path`. Precedence per run: experiment (with its base chain) < row set
+// < grid values < seed < `sets`. Throws ConfigError on unknown keys, bad values, duplicate runs or
+// names, and on a file without a sweep: section.
+Sweep expand(const std::string& path, const std::vector<std::string>& sets = {});
+
+// FNV-1a, 64 bit.
+uint64_t fnv1a64(const std::string& text);
+// 12 hex digits of FNV-1a over the "key=value" lines of every option whose value differs from
+// the built-in default, leaving out where a run goes and what it is called (name, log.dir,
+// cluster.*): the same experiment gets the same id wherever and under whatever name it runs, and
+// adding an option with a default keeps existing ids.
+std::string run_id(const ExperimentConfig& config);
+
+// The run whose id or name is `id_or_name`; throws ConfigError listing a few names otherwise.
+const SweepRun& find_run(const Sweep& sweep, const std::string& id_or_name);
+
+// runs/<sweep>/manifest.yaml text: sweep, source, sets, then per run id, name, group, seed,
+// overrides and paper values.
+std::string manifest_yaml(const Sweep& sweep);
+// Writes manifest_yaml under <runs_dir>/<sweep.name>/ and returns the file's path.
+std::string write_manifest(const Sweep& sweep, const std::string& runs_dir);
+
+}  // namespace attnlab::config

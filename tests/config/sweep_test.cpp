@@ -1,0 +1,181 @@
+// Sweep expansion: counts and order, precedence, names, id stability, errors, and the manifest.
+#include "core/config/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/config/config.h"
+
+namespace attnlab {
+namespace {
+
+const std::string kData = std::string(ATTNLAB_CONFIG_TEST_DIR) + "/data/";
+const std::string kExperiments = std::string(ATTNLAB_SOURCE_DIR) + "/experiments/";
+
+std::string error_of(const std::string& path, const std::vector<std::string>& sets = {}) {
+  try {
+    config::expand(path, sets);
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(SweepHash, FnvMatchesPublishedVectors) {
+  EXPECT_EQ(config::fnv1a64(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(config::fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(config::fnv1a64("foobar"), 0x85944171f73967e8ull);
+}
+
+TEST(SweepHash, DefaultConfigHashesTheEmptyDifference) {
+  ExperimentConfig defaults;
+  EXPECT_EQ(config::run_id(defaults), "cbf29ce48422");
+  defaults.name = "other";
+  defaults.log.dir = "elsewhere";
+  defaults.cluster.ranks = 4;
+  EXPECT_EQ(config::run_id(defaults), "cbf29ce48422");  // where and under what name: not the id
+  defaults.model.heads = 4;
+  char expected[17];
+  std::snprintf(expected, sizeof(expected), "%016llx",
+                static_cast<unsigned long long>(config::fnv1a64("model.heads=4\n")));
+  EXPECT_EQ(config::run_id(defaults), std::string(expected, 12));
+}
+
+TEST(SweepExpand, GridTimesSeedsInOdometerOrder) {
+  config::Sweep sweep = config::expand(kData + "grid_sweep.yaml");
+  EXPECT_EQ(sweep.name, "grid");
+  const std::vector<std::string> names = {
+      "norm-post.positions-sinusoidal.seed1", "norm-post.positions-sinusoidal.seed2",
+      "norm-post.positions-learned.seed1",    "norm-post.positions-learned.seed2",
+      "norm-pre.positions-sinusoidal.seed1",  "norm-pre.positions-sinusoidal.seed2",
+      "norm-pre.positions-learned.seed1",     "norm-pre.positions-learned.seed2"};
+  ASSERT_EQ(sweep.runs.size(), names.size());
+  std::set<std::string> ids;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const config::SweepRun& run = sweep.runs[i];
+    EXPECT_EQ(run.name, names[i]);
+    EXPECT_EQ(run.config.name, names[i]);
+    EXPECT_EQ(run.seed, i % 2 + 1);
+    EXPECT_EQ(run.config.model.norm, i < 4 ? NormPlacement::kPost : NormPlacement::kPre);
+    EXPECT_EQ(run.config.model.positions,
+              i % 4 < 2 ? PositionKind::kSinusoidal : PositionKind::kLearned);
+    EXPECT_EQ(run.config.model.d_k, 8);  // 16 / 2, resolved per run
+    ASSERT_EQ(run.overrides.size(), 2u);
+    EXPECT_EQ(run.overrides[0].first, "model.norm");
+    EXPECT_EQ(run.overrides[1].first, "model.positions");
+    ids.insert(run.id);
+  }
+  EXPECT_EQ(ids.size(), names.size());
+}
+
+TEST(SweepExpand, RowsTimesGridWithNestedSetsAndPaperValues) {
+  config::Sweep sweep = config::expand(kData + "rows_grid_sweep.yaml");
+  EXPECT_EQ(sweep.name, "mixed");
+  ASSERT_EQ(sweep.runs.size(), 4u);
+  EXPECT_EQ(sweep.runs[0].name, "small-h-1.label_smoothing-0.0.seed1");
+  EXPECT_EQ(sweep.runs[3].name, "wide.label_smoothing-0.1.seed1");
+  EXPECT_EQ(sweep.runs[0].group, "S");
+  EXPECT_EQ(sweep.runs[0].config.model.heads, 1);
+  EXPECT_EQ(sweep.runs[0].config.model.d_k, 16);  // d_k = 0 resolves after the row's heads
+  EXPECT_EQ(*sweep.runs[0].paper.ppl, 5.5);
+  EXPECT_FALSE(sweep.runs[0].paper.bleu.has_value());
+  EXPECT_EQ(sweep.runs[2].config.model.d_model, 32);
+  EXPECT_EQ(sweep.runs[2].config.model.d_k, 16);
+  EXPECT_EQ(sweep.runs[3].config.train.label_smoothing, 0.1);
+  EXPECT_EQ(sweep.runs[2].overrides,
+            (std::vector<std::pair<std::string, std::string>>{
+                {"model.d_model", "32"}, {"model.d_ff", "64"}, {"train.label_smoothing", "0.0"}}));
+}
+
+TEST(SweepExpand, SetWinsOverRowsAndIdsAreStable) {
+  config::Sweep first = config::expand(kData + "rows_grid_sweep.yaml");
+  config::Sweep again = config::expand(kData + "rows_grid_sweep.yaml", {"log.dir=/tmp/x"});
+  for (size_t i = 0; i < first.runs.size(); ++i) EXPECT_EQ(first.runs[i].id, again.runs[i].id);
+  config::Sweep shorter = config::expand(kData + "grid_sweep.yaml", {"model.d_ff=48"});
+  for (const config::SweepRun& run : shorter.runs) EXPECT_EQ(run.config.model.d_ff, 48);
+  config::Sweep set_over_row = config::expand(kData + "rows_grid_sweep.yaml", {"model.heads=2"});
+  EXPECT_EQ(set_over_row.runs[0].config.model.heads, 2);  // the row said 1
+  EXPECT_EQ(set_over_row.runs[0].overrides[0],
+            (std::pair<std::string, std::string>{"model.heads", "2"}));  // the final value
+  // Pinning a grid key with --set collapses its runs into duplicates, which is an error.
+  EXPECT_NE(error_of(kData + "grid_sweep.yaml", {"model.norm=pre"}).find("a sweep must not repeat"),
+            std::string::npos);
+}
+
+TEST(SweepExpand, PaperTable3HasEveryRow) {
+  config::Sweep sweep = config::expand(kExperiments + "paper/table3.yaml");
+  ASSERT_EQ(sweep.runs.size(), 20u);  // base, 4 A, 2 B, 7 C, 4 D, 1 E, big
+  std::map<std::string, int> groups;
+  for (const config::SweepRun& run : sweep.runs) ++groups[run.group];
+  EXPECT_EQ(groups,
+            (std::map<std::string, int>{
+                {"base", 1}, {"A", 4}, {"B", 2}, {"C", 7}, {"D", 4}, {"E", 1}, {"big", 1}}));
+  const config::SweepRun& base = config::find_run(sweep, "base.seed1");
+  EXPECT_EQ(base.config.model.d_model, 512);
+  EXPECT_EQ(*base.paper.params, 65.0);
+  const config::SweepRun& big = config::find_run(sweep, "big.seed1");
+  EXPECT_EQ(big.config.model.d_k, 64);
+  EXPECT_EQ(big.config.model.heads, 16);
+  EXPECT_EQ(big.config.model.dropout, 0.3);
+  EXPECT_EQ(big.config.train.steps, 300000);
+  const config::SweepRun& b16 = config::find_run(sweep, "B-d_k-16.seed1");
+  EXPECT_EQ(b16.config.model.d_k, 16);
+  EXPECT_EQ(b16.config.model.d_v, 64);
+  EXPECT_EQ(&config::find_run(sweep, b16.id), &b16);
+  // The base row changes nothing, so its id is the hash of the base recipe's differences from
+  // the struct defaults; pinned so that a change to hashing or to base.yaml is noticed.
+  EXPECT_EQ(base.id, config::run_id(config::load(kExperiments + "base.yaml")));
+}
+
+TEST(SweepErrors, DuplicateRunsTyposAndMissingSection) {
+  EXPECT_EQ(error_of(kData + "duplicate_runs.yaml"),
+            kData + "duplicate_runs.yaml:6:7: runs 'one.seed1' and 'two.seed1' have the same " +
+                "configuration (id " +
+                config::run_id(config::load(kData + "grid_sweep_base.yaml", {"model.heads=4"})) +
+                "); a sweep must not repeat a run");
+  EXPECT_EQ(error_of(kData + "typo_row.yaml"),
+            kData + "typo_row.yaml:6:25: unknown key 'model.haeds' (did you mean 'model.heads'?)");
+  EXPECT_EQ(error_of(kData + "typo_grid.yaml"),
+            kData + "typo_grid.yaml:4:10: unknown key 'train.label_smothing' in sweep.grid " +
+                "(did you mean 'train.label_smoothing'?)");
+  EXPECT_EQ(error_of(kData + "typo_sweep_key.yaml"),
+            kData + "typo_sweep_key.yaml:4:3: unknown key 'sweep.seed' (did you mean " +
+                "'sweep.seeds'?)");
+  EXPECT_EQ(error_of(kData + "grid_sweep_base.yaml"),
+            kData + "grid_sweep_base.yaml: no sweep: section (rows, grid or seeds); use -c for " +
+                "a single run");
+  EXPECT_EQ(error_of(kData + "grid_sweep.yaml", {"model.heads=3"}),
+            "--set model.heads=3: model.d_model (16) must be divisible by model.heads (3) when " +
+                std::string("model.d_k is 0 (meaning d_model / heads); set model.d_k explicitly ") +
+                "or change d_model or heads [in run norm-post.positions-sinusoidal.seed1]");
+}
+
+TEST(SweepManifest, ListsEveryRunAndIsWrittenAtomically) {
+  config::Sweep sweep = config::expand(kData + "rows_grid_sweep.yaml");
+  const std::string text = config::manifest_yaml(sweep);
+  const std::string first_run = "  - id: " + sweep.runs[0].id +
+                                "\n    name: small-h-1.label_smoothing-0.0.seed1\n"
+                                "    group: S\n    seed: 1\n"
+                                "    overrides: {model.heads: 1, train.label_smoothing: 0.0}\n"
+                                "    paper: {ppl: 5.5, params: 1.0}\n";
+  EXPECT_NE(text.find("sweep: mixed\nsource: " + kData + "rows_grid_sweep.yaml\nsets: []\nruns:\n" +
+                      first_run),
+            std::string::npos)
+      << text;
+  const std::string dir = testing::TempDir() + "attnlab_sweep_manifest";
+  std::filesystem::remove_all(dir);
+  const std::string path = config::write_manifest(sweep, dir);
+  EXPECT_EQ(path, dir + "/mixed/manifest.yaml");
+  std::ifstream in(path);
+  std::stringstream written;
+  written << in.rdbuf();
+  EXPECT_EQ(written.str(), text);
+  EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+}
+
+}  // namespace
+}  // namespace attnlab
