@@ -4,6 +4,8 @@
 //   failure_probe caught     rank 1 throws inside the command: run_or_abort aborts the job
 //   failure_probe uncaught   rank 1's exception hits a noexcept boundary: the terminate handler
 //   failure_probe killed     rank 1 dies by SIGKILL (as under the OOM killer): the launcher ends it
+//   failure_probe unwound    no guard at all: rank 1's exception unwinds past the communicator,
+//                            whose destructor aborts instead of finalising
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -45,8 +47,26 @@ int run_probe(attnlab::dist::Comm& comm, const char* mode) {
 
 }  // namespace
 
+// A program that forgot run_or_abort: the exception leaves the communicator's scope.
+int run_unguarded() {
+  try {
+    std::unique_ptr<attnlab::dist::Comm> comm = attnlab::dist::make_comm();
+    float value = 1.0f;
+    comm->allreduce_sum(&value, 1);
+    if (comm->rank() == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      throw attnlab::Error("probe failure in the middle of step 3");
+    }
+    comm->allreduce_sum(&value, 1);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "the exception outlived the communicator: %s\n", error.what());
+  }
+  return 1;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
+  if (std::strcmp(mode, "unwound") == 0) return run_unguarded();
   std::unique_ptr<attnlab::dist::Comm> comm = attnlab::dist::make_comm();
   attnlab::dist::AbortOnTerminate abort_on_terminate(*comm);
   return attnlab::dist::run_or_abort(*comm, [&] { return run_probe(*comm, mode); });
