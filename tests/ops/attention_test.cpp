@@ -123,7 +123,64 @@ std::vector<uint8_t> trailing_padding(int64_t batch, int64_t keys) {
   return padding;
 }
 
+// The mask of a case; `padding` is used when the case pads keys.
+AttentionMask make_mask(const AttentionCase& c, const std::vector<uint8_t>& padding) {
+  AttentionMask mask;
+  if (c.mask == MaskKind::kPadding || c.mask == MaskKind::kPaddingCausal) {
+    mask.key_padding = padding.data();
+  }
+  mask.causal = c.mask == MaskKind::kCausal || c.mask == MaskKind::kCausalOffset ||
+                c.mask == MaskKind::kPaddingCausal;
+  if (c.mask == MaskKind::kCausalOffset) {
+    mask.query_offset = std::max<int64_t>(c.shape.keys - c.shape.queries, 1);
+  }
+  return mask;
+}
+
+// Forward and backward of a case in T; every result returned in double.
+struct AttentionRun {
+  std::vector<double> out, dq, dk, dv;
+  double dscale;
+};
+
+template <typename T>
+AttentionRun run_attention(const AttentionCase& c, uint64_t seed) {
+  const auto [b, h, t, s, kw, vw] = c.shape;
+  const Shape q_shape({b, h, t, kw}), k_shape({b, h, s, kw}), v_shape({b, h, s, vw}),
+      out_shape({b, h, t, vw}), probs_shape({b, h, t, s});
+  const std::vector<T> q = convert<T>(random_uniform(q_shape.numel(), seed)),
+                       k = convert<T>(random_uniform(k_shape.numel(), seed + 1)),
+                       v = convert<T>(random_uniform(v_shape.numel(), seed + 2)),
+                       dout = convert<T>(random_uniform(out_shape.numel(), seed + 3));
+  const T scale = static_cast<T>(AttentionScale::parse(c.scale).initial_value(kw));
+  const std::vector<uint8_t> padding = trailing_padding(b, s);
+  const AttentionMask mask = make_mask(c, padding);
+  std::vector<T> out(static_cast<size_t>(out_shape.numel())),
+      probs(static_cast<size_t>(probs_shape.numel())), dq(q.size()), dk(k.size()), dv(v.size()),
+      scratch(probs.size());
+  T dscale = T(0);
+  attention_forward<T>(view(out, out_shape), view(probs, probs_shape), const_view(q, q_shape),
+                       const_view(k, k_shape), const_view(v, v_shape), mask, scale, c.dropout,
+                       rng_key(19));
+  attention_backward<T>(view(dq, q_shape), view(dk, k_shape), view(dv, v_shape), &dscale,
+                        const_view(dout, out_shape), const_view(q, q_shape), const_view(k, k_shape),
+                        const_view(v, v_shape), const_view(probs, probs_shape),
+                        view(scratch, probs_shape), scale, c.dropout, rng_key(19));
+  return {convert<double>(out), convert<double>(dq), convert<double>(dk), convert<double>(dv),
+          static_cast<double>(dscale)};
+}
+
 class AttentionGradTest : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AttentionGradTest, FloatMatchesDouble) {
+  const AttentionRun reference = run_attention<double>(GetParam(), 111);
+  const AttentionRun single = run_attention<float>(GetParam(), 111);
+  EXPECT_LT(max_scaled_difference(single.out, reference.out), 1e-5);
+  EXPECT_LT(max_scaled_difference(single.dq, reference.dq), 1e-5);
+  EXPECT_LT(max_scaled_difference(single.dk, reference.dk), 1e-5);
+  EXPECT_LT(max_scaled_difference(single.dv, reference.dv), 1e-5);
+  EXPECT_NEAR(single.dscale, reference.dscale, 1e-5 * std::max(1.0, std::fabs(reference.dscale)));
+}
 
 TEST_P(AttentionGradTest, GradientMatchesCentralDifferences) {
   const AttentionCase& c = GetParam();
@@ -136,13 +193,7 @@ TEST_P(AttentionGradTest, GradientMatchesCentralDifferences) {
                       dout = random_uniform(out_shape.numel(), 104);
   std::vector<double> scale = {AttentionScale::parse(c.scale).initial_value(kw)};
   const std::vector<uint8_t> padding = trailing_padding(b, s);
-  AttentionMask mask;
-  if (c.mask == MaskKind::kPadding || c.mask == MaskKind::kPaddingCausal) {
-    mask.key_padding = padding.data();
-  }
-  mask.causal = c.mask == MaskKind::kCausal || c.mask == MaskKind::kCausalOffset ||
-                c.mask == MaskKind::kPaddingCausal;
-  if (c.mask == MaskKind::kCausalOffset) mask.query_offset = std::max<int64_t>(s - t, 1);
+  const AttentionMask mask = make_mask(c, padding);
   const uint64_t key = rng_key(17);
 
   std::vector<double> out(static_cast<size_t>(out_shape.numel())),
