@@ -284,7 +284,7 @@ std::vector<Option> build_options() {
       text(ATTNLAB_FIELD(data.dev.tgt), "dev target text"),
       text(ATTNLAB_FIELD(data.test.src), "test source text"),
       text(ATTNLAB_FIELD(data.test.tgt), "test target text"),
-      choice(ATTNLAB_FIELD(data.tokenizer.type), {"sentencepiece", "char", "word"},
+      choice(ATTNLAB_FIELD(data.tokenizer.type), {"sentencepiece"},
              "tokenizer of corpus text"),
       integer(ATTNLAB_FIELD(data.tokenizer.vocab_size), 4, kNoMax, "joint BPE vocabulary size"),
       text(ATTNLAB_FIELD(data.tokenizer.model),

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -175,6 +176,51 @@ TEST(SweepManifest, ListsEveryRunAndIsWrittenAtomically) {
   written << in.rdbuf();
   EXPECT_EQ(written.str(), text);
   EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+}
+
+}  // namespace
+}  // namespace attnlab
+
+namespace attnlab {
+namespace {
+
+// Every YAML file under experiments/ loads (or expands, for sweeps) with the sizes the files state.
+TEST(Experiments, EveryFileLoadsAndSweepsHaveTheirSizes) {
+  const std::map<std::string, size_t> sweep_sizes = {{"paper/table3.yaml", 20},
+                                                     {"ablations/heads.yaml", 15},
+                                                     {"ablations/norm.yaml", 12},
+                                                     {"ablations/positions.yaml", 6},
+                                                     {"ablations/attention_scale.yaml", 16},
+                                                     {"ablations/label_smoothing.yaml", 9}};
+  size_t files = 0, sweeps = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(kExperiments)) {
+    if (entry.path().extension() != ".yaml") continue;
+    const std::string relative = std::filesystem::relative(entry.path(), kExperiments).string();
+    SCOPED_TRACE(relative);
+    ++files;
+    if (config::has_sweep_section(entry.path().string())) {
+      ++sweeps;
+      ASSERT_TRUE(sweep_sizes.count(relative)) << "a sweep without a stated size";
+      EXPECT_EQ(config::expand(entry.path().string()).runs.size(), sweep_sizes.at(relative));
+    } else {
+      EXPECT_NO_THROW(config::load(entry.path().string()));
+    }
+  }
+  EXPECT_EQ(sweeps, sweep_sizes.size());
+  EXPECT_GE(files, 11u);  // base, small, 3 tasks, table3 and 5 ablations
+}
+
+TEST(Experiments, SmokeTasksAreSmallAndFitTheirVocabulary) {
+  for (const char* task : {"copy", "reverse", "sort"}) {
+    ExperimentConfig c = config::load(kExperiments + "tasks/" + task + ".yaml");
+    EXPECT_EQ(c.data.task, task);
+    EXPECT_EQ(c.model.d_model, 64);
+    EXPECT_EQ(c.model.heads, 4);
+    EXPECT_EQ(c.model.d_k, 16);
+    EXPECT_EQ(c.model.d_ff, 128);
+    EXPECT_EQ(c.model.vocab_size, c.data.synthetic.symbols + 3);
+    EXPECT_EQ(c.train.label_smoothing, 0.0);
+  }
 }
 
 }  // namespace
