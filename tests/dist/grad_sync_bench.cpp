@@ -150,11 +150,16 @@ double run_step(Comm& comm, const Variant& variant, std::vector<float>& grads,
   return slowest;
 }
 
-double median(std::vector<double> values) {
+// The q-quantile (0 <= q <= 1) with linear interpolation between order statistics.
+double quantile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+  const double position = q * static_cast<double>(values.size() - 1);
+  const size_t below = static_cast<size_t>(position);
+  const size_t above = std::min(below + 1, values.size() - 1);
+  return values[below] + (position - static_cast<double>(below)) * (values[above] - values[below]);
 }
+
+double median(const std::vector<double>& values) { return quantile(values, 0.5); }
 
 }  // namespace
 
@@ -200,8 +205,8 @@ int main(int argc, char** argv) {
         "per step, %d reps (medians, slowest rank)\n",
         comm.size(), options.floats, options.floats * 4.0 / (1 << 20), options.layers,
         options.compute_ms, options.reps);
-    std::printf("%-22s %10s %10s %10s %12s\n", "variant", "median ms", "min ms", "max ms",
-                "exposed ms");
+    std::printf("%-22s %10s %10s %10s %12s %18s\n", "variant", "median ms", "min ms", "max ms",
+                "exposed ms", "exposed p25..p75");
     for (size_t v = 0; v < variants.size(); ++v) {
       // Paired within each repetition, so that load shared by the variants cancels.
       std::vector<double> exposed;
@@ -210,8 +215,9 @@ int main(int argc, char** argv) {
         exposed.push_back(times[v][static_cast<size_t>(rep)] - floor);
       }
       const auto [lo, hi] = std::minmax_element(times[v].begin(), times[v].end());
-      std::printf("%-22s %10.1f %10.1f %10.1f %12.1f\n", variants[v].name.c_str(),
-                  median(times[v]) * 1e3, *lo * 1e3, *hi * 1e3, median(exposed) * 1e3);
+      std::printf("%-22s %10.1f %10.1f %10.1f %12.1f %8.1f..%-8.1f\n", variants[v].name.c_str(),
+                  median(times[v]) * 1e3, *lo * 1e3, *hi * 1e3, median(exposed) * 1e3,
+                  quantile(exposed, 0.25) * 1e3, quantile(exposed, 0.75) * 1e3);
     }
     std::printf("result check: %s\n", correct ? "ok" : "WRONG SUM");
   }
