@@ -1,0 +1,35 @@
+// DataSource: what the trainer reads. A source yields global batches (the same on every rank,
+// whatever the rank count), can report and restore its position, and holds the dev set.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/config/experiment.h"
+#include "core/data/batch.h"
+#include "core/data/synthetic.h"
+
+namespace attnlab {
+
+struct DataPosition {
+  int64_t epoch = 0;
+  int64_t offset = 0;
+};
+
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+  virtual Batch next_batch() = 0;  // the next global batch
+  virtual DataPosition position() const = 0;
+  virtual void seek(const DataPosition& position) = 0;
+  // The dev set in batches of about batch_tokens, in a fixed order.
+  virtual const std::vector<Batch>& dev_batches() const = 0;
+  // Reference target ids (no bos/eos) of dev sentence i of dev batch b, for accuracy.
+  virtual const std::vector<std::vector<std::vector<int32_t>>>& dev_references() const = 0;
+};
+
+// copy / reverse / sort, generated from config.data.synthetic and the experiment seed.
+std::unique_ptr<DataSource> make_synthetic_source(const ExperimentConfig& config);
+
+}  // namespace attnlab

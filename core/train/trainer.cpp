@@ -1,0 +1,159 @@
+// The training loop: global batch -> this rank's share -> forward/backward -> gradient sum over
+// ranks -> divide by the global target-token count -> clip -> Adam with the scheduled rate.
+#include "core/train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/data/batcher.h"
+#include "core/decode/greedy.h"
+#include "core/util/rng.h"
+
+namespace attnlab {
+namespace {
+
+AdamOptions adam_options(const OptimizerConfig& c) { return {c.beta1, c.beta2, c.eps}; }
+
+LrSchedule schedule_from(const ExperimentConfig& c) {
+  LrSchedule s;
+  s.kind = LrSchedule::parse(c.train.lr.schedule);
+  s.warmup = c.train.lr.warmup;
+  s.scale = c.train.lr.scale;
+  s.peak = c.train.lr.peak;
+  s.d_model = c.model.d_model;
+  return s;
+}
+
+}  // namespace
+
+std::atomic<bool>& Trainer::stop_requested() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+Trainer::Trainer(const ExperimentConfig& config, std::unique_ptr<DataSource> data,
+                 dist::Comm& comm)
+    : config_(config),
+      data_(std::move(data)),
+      comm_(comm),
+      model_(config.model, config.seed),
+      adam_(model_.table().size(), adam_options(config.train.optimizer)),
+      schedule_(schedule_from(config)) {
+  CHECK(config.train.accumulate >= 1) << "train.accumulate must be >= 1, got "
+                                      << config.train.accumulate;
+  broadcast_parameters();
+}
+
+void Trainer::broadcast_parameters() {
+  comm_.broadcast(model_.params().data(), model_.params().size(), 0);
+}
+
+void Trainer::restore(int64_t step, int64_t tokens, const DataPosition& position) {
+  step_ = step;
+  tokens_ = tokens;
+  adam_.set_steps_taken(step);
+  data_->seek(position);
+  broadcast_parameters();
+}
+
+void Trainer::train_step(TrainRow& row) {
+  const int rank = comm_.rank(), world = comm_.size();
+  const int64_t size = model_.table().size();
+  model_.zero_grads();
+  // Sums over micro-batches and ranks: loss, nll, target tokens.
+  double sums[3] = {0.0, 0.0, 0.0};
+  for (int64_t micro = 0; micro < config_.train.accumulate; ++micro) {
+    const Batch global = data_->next_batch();
+    const Batch local = split_for_rank(global, rank, world, config_.model.pad_id);
+    if (local.size == 0) continue;  // fewer sentences than ranks: this rank adds nothing
+    const uint64_t dropout_seed = rng_key(config_.seed, static_cast<uint64_t>(step_ + 1),
+                                          static_cast<uint64_t>(rank), static_cast<uint64_t>(micro));
+    const ops::LossSums s = model_.forward(local, static_cast<float>(config_.train.label_smoothing),
+                                           true, dropout_seed);
+    // Gradient of the summed loss; divided by the global token count once it is known.
+    model_.backward(1.0f);
+    sums[0] += s.loss;
+    sums[1] += s.nll;
+    sums[2] += static_cast<double>(s.tokens);
+  }
+  comm_.allreduce_sum(sums, 3);
+  comm_.allreduce_sum(model_.grads().data(), model_.grads().size());
+  const double tokens = sums[2];
+  CHECK(tokens > 0) << "step " << step_ + 1 << " has no target tokens";
+  const float inv_tokens = static_cast<float>(1.0 / tokens);
+  float* grads = model_.grads().data();
+  for (int64_t i = 0; i < size; ++i) grads[i] *= inv_tokens;
+  row.grad_norm = clip_global_norm(grads, size, config_.train.clip);
+  ++step_;
+  row.lr = schedule_.rate(step_);
+  adam_.step(model_.params().data(), grads, row.lr);
+  tokens_ += static_cast<int64_t>(tokens);
+  row.step = step_;
+  row.tokens = tokens_;
+  row.loss = sums[0] / tokens;
+  row.nll = sums[1] / tokens;
+}
+
+TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto last = start;
+  while (step_ < config_.train.steps) {
+    TrainRow row;
+    const int64_t tokens_before = tokens_;
+    train_step(row);
+    const auto now = Clock::now();
+    const double step_seconds = std::chrono::duration<double>(now - last).count();
+    last = now;
+    row.wall_time = std::chrono::duration<double>(now - start).count();
+    row.tokens_per_sec = step_seconds > 0 ? static_cast<double>(tokens_ - tokens_before) / step_seconds : 0.0;
+    if (callbacks.on_step) callbacks.on_step(row);
+    const bool last_step = step_ == config_.train.steps;
+    if ((config_.eval.every > 0 && step_ % config_.eval.every == 0) || last_step) {
+      EvalRow eval = evaluate(true);
+      if (callbacks.on_eval) callbacks.on_eval(eval);
+    }
+    // Every rank must agree to stop, or one would wait in the next allreduce forever.
+    int64_t stop = stop_requested().load() ? 1 : 0;
+    comm_.allreduce_sum(&stop, 1);
+    const bool checkpoint_due = config_.train.checkpoint_every > 0 &&
+                                step_ % config_.train.checkpoint_every == 0;
+    if ((checkpoint_due || last_step || stop > 0) && callbacks.on_checkpoint) {
+      callbacks.on_checkpoint(step_);
+    }
+    if (stop > 0 && !last_step) return TrainOutcome::kPreempted;
+  }
+  return TrainOutcome::kCompleted;
+}
+
+EvalRow Trainer::evaluate(bool with_accuracy) {
+  const int rank = comm_.rank(), world = comm_.size();
+  const auto& batches = data_->dev_batches();
+  const auto& references = data_->dev_references();
+  // Dev batches are sharded round-robin over ranks and the sums reduced.
+  double sums[5] = {0.0, 0.0, 0.0, 0.0, 0.0};  // loss, nll, tokens, correct, sentences
+  for (size_t b = static_cast<size_t>(rank); b < batches.size(); b += static_cast<size_t>(world)) {
+    const ops::LossSums s = model_.forward(batches[b], static_cast<float>(config_.train.label_smoothing),
+                                           false, 0);
+    sums[0] += s.loss;
+    sums[1] += s.nll;
+    sums[2] += static_cast<double>(s.tokens);
+    if (!with_accuracy || b >= references.size()) continue;
+    const int64_t longest = batches[b].tgt_length + 8;
+    const auto outputs = greedy_decode(model_, batches[b], longest);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      sums[3] += outputs[i] == references[b][i] ? 1.0 : 0.0;
+      sums[4] += 1.0;
+    }
+  }
+  comm_.allreduce_sum(sums, 5);
+  EvalRow row;
+  row.step = step_;
+  row.loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
+  row.nll = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
+  row.ppl = std::exp(row.nll);
+  row.accuracy = sums[4] > 0 ? sums[3] / sums[4] : -1.0;
+  return row;
+}
+
+}  // namespace attnlab

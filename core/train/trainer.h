@@ -1,0 +1,83 @@
+// Trainer: the loop that joins model, optimizer, data and ranks. Deterministic given the seed;
+// every rank runs it, only the callbacks decide who logs and saves.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/experiment.h"
+#include "core/dist/comm.h"
+#include "core/model/transformer.h"
+#include "core/optim/adam.h"
+#include "core/optim/lr_schedule.h"
+#include "core/train/data_source.h"
+
+namespace attnlab {
+
+struct TrainRow {
+  int64_t step = 0;
+  int64_t tokens = 0;       // target tokens seen so far (all ranks)
+  double loss = 0.0;        // label-smoothed loss per target token, this step
+  double nll = 0.0;         // negative log-likelihood per target token, this step
+  double lr = 0.0;
+  double grad_norm = 0.0;   // before clipping
+  double tokens_per_sec = 0.0;
+  double wall_time = 0.0;   // seconds since this process started training
+};
+
+struct EvalRow {
+  int64_t step = 0;
+  double loss = 0.0;        // per target token, no dropout, with the training label smoothing
+  double nll = 0.0;
+  double ppl = 0.0;         // exp(nll)
+  double accuracy = -1.0;   // exact-sequence accuracy of greedy decoding (synthetic tasks)
+};
+
+enum class TrainOutcome { kCompleted, kPreempted };
+
+struct TrainerCallbacks {
+  std::function<void(const TrainRow&)> on_step;        // every step
+  std::function<void(const EvalRow&)> on_eval;         // every evaluation
+  std::function<void(int64_t step)> on_checkpoint;     // every train.checkpoint_every steps
+};
+
+class Trainer {
+ public:
+  Trainer(const ExperimentConfig& config, std::unique_ptr<DataSource> data, dist::Comm& comm);
+
+  // Trains from the current step to config.train.steps, or until stop_requested() is set on any
+  // rank (then returns kPreempted after the step in flight).
+  TrainOutcome run(const TrainerCallbacks& callbacks);
+  EvalRow evaluate(bool with_accuracy);
+
+  Transformer<float>& model() { return model_; }
+  Adam& optimizer() { return adam_; }
+  DataSource& data() { return *data_; }
+  int64_t step() const { return step_; }
+  int64_t tokens_seen() const { return tokens_; }
+  // Restores the counters of a checkpoint (parameters and moments are restored by the caller
+  // through model() and optimizer()); then parameters are broadcast from rank 0.
+  void restore(int64_t step, int64_t tokens, const DataPosition& position);
+  void broadcast_parameters();
+
+  // Set from a signal handler (SIGTERM, SIGUSR1): finish the step, then stop.
+  static std::atomic<bool>& stop_requested();
+
+ private:
+  void train_step(TrainRow& row);
+
+  ExperimentConfig config_;
+  std::unique_ptr<DataSource> data_;
+  dist::Comm& comm_;
+  Transformer<float> model_;
+  Adam adam_;
+  LrSchedule schedule_;
+  int64_t step_ = 0;
+  int64_t tokens_ = 0;
+};
+
+}  // namespace attnlab
