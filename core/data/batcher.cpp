@@ -119,7 +119,7 @@ Batch TokenBatcher::next() {
   return make_batch(pairs_, indices, options_.pad_id, options_.bos_id, options_.eos_id);
 }
 
-void TokenBatcher::seek(const DataPosition& position) {
+void TokenBatcher::seek(const BatchPosition& position) {
   CHECK(position.epoch >= 0 && position.batch >= 0)
       << "data position (epoch " << position.epoch << ", batch " << position.batch
       << ") must not be negative";

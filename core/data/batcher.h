@@ -22,7 +22,7 @@ struct BatcherOptions {
 
 // Where the batcher stands: the next batch is batch `batch` of epoch `epoch`. Saved in
 // checkpoints; restoring it reproduces the remaining batches exactly.
-struct DataPosition {
+struct BatchPosition {
   int64_t epoch = 0;
   int64_t batch = 0;
 };
@@ -38,8 +38,8 @@ class TokenBatcher {
   // Sentence indices (into pairs()) of batch `batch` of epoch `epoch`, in row order.
   std::vector<int64_t> batch_indices(int64_t epoch, int64_t batch) const;
 
-  DataPosition position() const { return position_; }
-  void seek(const DataPosition& position);
+  BatchPosition position() const { return position_; }
+  void seek(const BatchPosition& position);
 
   // Batches in the current position's epoch (epochs differ by at most a few batches).
   int64_t batches_per_epoch() const { return static_cast<int64_t>(buckets_.size()); }
@@ -55,7 +55,7 @@ class TokenBatcher {
   std::vector<SequencePair> pairs_;
   BatcherOptions options_;
   int64_t skipped_ = 0;
-  DataPosition position_;
+  BatchPosition position_;
   int64_t planned_epoch_ = -1;
   std::vector<std::vector<int64_t>> buckets_;  // planned_epoch_'s batches, in serving order
 };

@@ -110,7 +110,7 @@ TEST(TokenBatcher, ResumesExactlyFromASavedPositionAcrossAnEpochBoundary) {
   const int64_t per_epoch = reference.batches_per_epoch();
   const int64_t stop = per_epoch - 2;  // two batches before the end of epoch 0
   for (int64_t i = 0; i < stop; ++i) reference.next();
-  const DataPosition saved = reference.position();
+  const BatchPosition saved = reference.position();
   EXPECT_EQ(saved.epoch, 0);
   EXPECT_EQ(saved.batch, stop);
 
