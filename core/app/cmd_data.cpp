@@ -28,7 +28,7 @@ fs::path find_script() {
   if (!error) {
     for (fs::path dir = executable.parent_path(); !dir.empty() && dir != dir.root_path();
          dir = dir.parent_path()) {
-      candidates.push_back(dir / kScript);
+      if (dir / kScript != candidates.front()) candidates.push_back(dir / kScript);
       if (candidates.size() > 5) break;
     }
   }
