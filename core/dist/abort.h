@@ -6,7 +6,10 @@
 // then kill every rank. Two paths lead there:
 //   run_or_abort   catches what the command throws (the normal path for errors);
 //   AbortOnTerminate  installs a std::terminate handler for everything else: exceptions thrown
-//                  past a noexcept boundary or out of an OpenMP thread, or escaping main.
+//                  past a noexcept boundary or out of an OpenMP or std::thread worker, or
+//                  escaping main. The handler then runs on that worker: MPI_Abort from a
+//                  non-main thread is outside what MPI_THREAD_FUNNELED promises, but it is the
+//                  process's last call and Open MPI honours it (tests/dist: failure_thread).
 // Fatal signals (SIGSEGV, SIGKILL, ...) end the rank's process; mpirun then ends the job by
 // itself (srun needs --kill-on-bad-exit=1). SIGTERM/SIGUSR1 are the trainer's (checkpoint, exit).
 //

@@ -3,6 +3,8 @@
 //
 //   failure_probe caught     rank 1 throws inside the command: run_or_abort aborts the job
 //   failure_probe uncaught   rank 1's exception hits a noexcept boundary: the terminate handler
+//   failure_probe thread     rank 1's exception escapes a worker thread: the terminate handler
+//                            calls MPI_Abort from that thread
 //   failure_probe killed     rank 1 dies by SIGKILL (as under the OOM killer): the launcher ends it
 //   failure_probe unwound    no guard at all: rank 1's exception unwinds past the communicator,
 //                            whose destructor aborts instead of finalising
@@ -34,10 +36,14 @@ int run_probe(attnlab::dist::Comm& comm, const char* mode) {
       throw attnlab::Error("probe failure in the middle of step 3");
     } else if (std::strcmp(mode, "uncaught") == 0) {
       call_noexcept(throw_probe_error);
+    } else if (std::strcmp(mode, "thread") == 0) {
+      std::thread worker(throw_probe_error);  // terminate runs on the worker thread
+      worker.join();
     } else if (std::strcmp(mode, "killed") == 0) {
       std::raise(SIGKILL);
     }
-    CHECK(false) << "unknown mode '" << mode << "', expected caught, uncaught or killed";
+    CHECK(false) << "unknown mode '" << mode
+                 << "', expected caught, uncaught, thread, killed or unwound";
   }
   comm.allreduce_sum(&value, 1);  // rank 1 never joins
   std::fprintf(stderr, "rank %d: the second allreduce returned; the failure was not noticed\n",
