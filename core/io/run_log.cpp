@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <utility>
 
 #include "core/io/series.h"
@@ -125,8 +126,10 @@ RunLog::~RunLog() = default;
 
 const std::string& RunLog::path() const { return state_->file.path(); }
 
-RunLog RunLog::create(const std::string& path, const RunInfo& info, const ConfigEntries& config) {
-  h5::File file = h5::File::create_unlocked(path);
+namespace {
+
+void write_new_run(const std::string& path, const RunInfo& info, const ConfigEntries& config) {
+  h5::File file = h5::File::create(path, true);
   h5::Group& root = file.root();
   root.set_string("schema", kRunSchema);
   root.set_int("schema_version", kRunSchemaVersion);
@@ -157,12 +160,27 @@ RunLog RunLog::create(const std::string& path, const RunInfo& info, const Config
       config_group.set_string(key, text);
     }
   }
-  Series train = Series::open(root.create_group("train"));
-  Series eval = Series::open(root.create_group("eval"));
-  root.create_group("diagnostics");
-  root.create_group("summary");
-  root.create_group("attention");
+  for (const char* section : {"train", "eval", "diagnostics", "summary", "attention"}) {
+    root.create_group(section);
+  }
   file.flush();
+}
+
+}  // namespace
+
+RunLog RunLog::create(const std::string& path, const RunInfo& info, const ConfigEntries& config) {
+  // The first version of the file is written under a temporary name and renamed, so that a run
+  // killed while creating it leaves either no run file or a complete one.
+  CHECK(!std::filesystem::exists(path)) << path << ": file exists; refusing to overwrite a run";
+  std::string temporary = path + ".tmp";
+  write_new_run(temporary, info, config);
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  CHECK(!error) << path << ": cannot rename " << temporary << " to it: " << error.message();
+  h5::File file = h5::File::open_unlocked(path, h5::Access::write);
+  h5::Group& root = file.root();
+  Series train = Series::open(root.group("train"));
+  Series eval = Series::open(root.group("eval"));
   return RunLog(std::make_unique<State>(std::move(file), std::move(train), std::move(eval)));
 }
 
