@@ -109,7 +109,7 @@ void print_sweep(const config::Sweep& sweep, int64_t src_length, int64_t tgt_len
       const double difference = *run.paper.params - millions;
       // The vocabulary at which the embedding table(s) would close the gap exactly.
       const double rows =
-          difference * 1e6 / static_cast<double>(embedding_params(m) / m.vocab_size);
+          difference * 1e6 / static_cast<double>(m.d_model * (m.tie_embeddings ? 1 : 3));
       gaps.push_back(
           {run.name, millions, *run.paper.params, static_cast<double>(m.vocab_size) + rows});
       paper = fixed(*run.paper.params, 0);
@@ -125,6 +125,7 @@ void print_sweep(const config::Sweep& sweep, int64_t src_length, int64_t tgt_len
   }
   if (!gaps.empty()) {
     std::vector<double> vocabs;
+    vocabs.reserve(gaps.size());
     for (const Gap& gap : gaps) vocabs.push_back(gap.implied_vocab);
     std::sort(vocabs.begin(), vocabs.end());
     const double median = vocabs[vocabs.size() / 2];

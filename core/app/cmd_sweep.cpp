@@ -45,7 +45,8 @@ int run_sweep(const std::vector<std::string>& args) {
   for (const config::SweepRun& run : sweep.runs) {
     std::string overrides;
     for (const auto& [key, value] : run.overrides) {
-      overrides += (overrides.empty() ? "" : " ") + key + "=" + value;
+      if (!overrides.empty()) overrides += ' ';
+      overrides.append(key).append("=").append(value);
     }
     std::cout << std::setw(14) << run.id << std::setw(static_cast<int>(width) + 2) << run.name
               << std::setw(7) << run.group << (overrides.empty() ? "-" : overrides) << "\n";

@@ -126,9 +126,9 @@ void ConfigBuilder::add_file_chain(const std::string& path, const std::string& i
   const std::string canonical = fs::weakly_canonical(path, error).string();
   for (size_t i = 0; i < chain.size(); i += 2) {
     if (chain[i] != canonical) continue;
-    std::string cycle;
-    for (size_t j = i + 1; j < chain.size(); j += 2) cycle += chain[j] + " -> ";
-    fail(included_from, "base cycle: " + cycle + path);
+    std::string cycle = "base cycle: ";
+    for (size_t j = i + 1; j < chain.size(); j += 2) cycle.append(chain[j]).append(" -> ");
+    fail(included_from, cycle.append(path));
   }
   chain.push_back(canonical);
   chain.push_back(path);
@@ -177,7 +177,7 @@ void ConfigBuilder::walk(const YAML::Node& map, const std::string& file, const s
     const std::string key_where = location(file, key_node);
     if (!key_node.IsScalar()) fail(key_where, "expected a key name");
     const std::string name = key_node.Scalar();
-    const std::string key = prefix.empty() ? name : prefix + "." + name;
+    const std::string key = prefix.empty() ? name : std::string(prefix).append(".").append(name);
     auto [previous, inserted] = seen.emplace(key, key_where);
     if (!inserted)
       fail(key_where, "duplicate key '" + key + "' (first at " + previous->second + ")");

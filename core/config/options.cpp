@@ -167,7 +167,8 @@ std::string join(const std::vector<std::string>& words, const std::string& separ
 }
 
 template <typename Access>
-Option choice(const char* key, Access access, std::vector<std::string> choices, const char* help) {
+Option choice(const char* key, Access access, const std::vector<std::string>& choices,
+              const char* help) {
   std::string type = join(choices, " | ");
   return Option{key, type, help,
                 [access](const ExperimentConfig& c) { return format_string(access(c)); },
@@ -208,20 +209,26 @@ Option text_list(const char* key, Access access, const char* help) {
 template <typename Access, typename Parse, typename Show>
 Option parsed(const char* key, Access access, const char* type, Parse parse, Show show,
               const char* help) {
-  return Option{
-      key, type, help,
-      [access, show](const ExperimentConfig& c) { return format_string(show(access(c))); },
-      [access, parse, type](ExperimentConfig& c, const RawValue& v) -> std::string {
-        if (v.kind == RawValue::Kind::kScalar) {
-          try {
-            access(c) = parse(v.text);
-            return "";
-          } catch (const Error&) {
-            // The parser's own wording names the field; the table's type is the answer.
-          }
-        }
-        return expected(std::string("one of ") + type, v);
-      }};
+  return Option{key, type, help,
+                [access, show](const ExperimentConfig& c) {
+                  // A mode that is a number (attention_scale: 0.125) stays a plain YAML number.
+                  const std::string text = show(access(c));
+                  char* end = nullptr;
+                  std::strtod(text.c_str(), &end);
+                  return !text.empty() && end == text.c_str() + text.size() ? text
+                                                                            : format_string(text);
+                },
+                [access, parse, type](ExperimentConfig& c, const RawValue& v) -> std::string {
+                  if (v.kind == RawValue::Kind::kScalar) {
+                    try {
+                      access(c) = parse(v.text);
+                      return "";
+                    } catch (const Error&) {
+                      // The parser's own wording names the field; the table's type is the answer.
+                    }
+                  }
+                  return expected(std::string("one of ") + type, v);
+                }};
 }
 
 #define ATTNLAB_FIELD(path) \
@@ -254,8 +261,9 @@ std::vector<Option> build_options() {
           [](PositionKind p) { return to_string(p); }, "position encoding added to embeddings"),
       integer(ATTNLAB_FIELD(model.max_positions), 1, kNoMax, "rows of the position table"),
       parsed(
-          ATTNLAB_FIELD(model.attention_scale), "rsqrt_dk | none | inv_dk | learned | <number>",
-          AttentionScale::parse, [](const AttentionScale& s) { return s.str(); },
+          ATTNLAB_FIELD(model.attention_scale),
+          "rsqrt_dk | none | inv_dk | learned | <positive number>", AttentionScale::parse,
+          [](const AttentionScale& s) { return s.str(); },
           "logit scale s in softmax(Q K^T s); rsqrt_dk = 1/sqrt(d_k) (the paper)"),
       boolean(ATTNLAB_FIELD(model.tie_embeddings),
               "one matrix for source, target embedding and output projection"),
@@ -284,8 +292,7 @@ std::vector<Option> build_options() {
       text(ATTNLAB_FIELD(data.dev.tgt), "dev target text"),
       text(ATTNLAB_FIELD(data.test.src), "test source text"),
       text(ATTNLAB_FIELD(data.test.tgt), "test target text"),
-      choice(ATTNLAB_FIELD(data.tokenizer.type), {"sentencepiece"},
-             "tokenizer of corpus text"),
+      choice(ATTNLAB_FIELD(data.tokenizer.type), {"sentencepiece"}, "tokenizer of corpus text"),
       integer(ATTNLAB_FIELD(data.tokenizer.vocab_size), 4, kNoMax, "joint BPE vocabulary size"),
       text(ATTNLAB_FIELD(data.tokenizer.model),
            "path of the tokenizer model; trained beside the data when missing"),

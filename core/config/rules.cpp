@@ -20,7 +20,8 @@ std::string concat(const Parts&... parts) {
 
 }  // namespace
 
-std::optional<RuleViolation> check_rules(const ExperimentConfig& c) {
+std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
+  const ExperimentConfig& c = unresolved;
   const ModelConfig& m = c.model;
   for (const char* which : {"d_k", "d_v"}) {
     int64_t width = std::string(which) == "d_k" ? m.d_k : m.d_v;
@@ -110,7 +111,7 @@ std::optional<RuleViolation> check_model(const ModelConfig& resolved) {
     } else if (message.find("must differ") != std::string::npos) {
       keys = {"model.pad_id", "model.bos_id", "model.eos_id"};
     } else if (message.find("sinusoidal") != std::string::npos) {
-      keys.push_back("model.positions");
+      keys.emplace_back("model.positions");
     }
     return RuleViolation{keys, message};
   }

@@ -38,8 +38,11 @@ void check_keys(const YAML::Node& map, const std::string& file, const std::strin
     for (const std::string& name : allowed) known = known || key == name;
     if (known) continue;
     std::string best = closest(key, allowed);
-    std::string hint = best.empty() ? "" : " (did you mean '" + section + "." + best + "'?)";
-    fail(location(file, it->first), "unknown key '" + section + "." + key + "'" + hint);
+    std::string message = "unknown key '";
+    message.append(section).append(".").append(key).append("'");
+    if (!best.empty())
+      message.append(" (did you mean '").append(section).append(".").append(best).append("'?)");
+    fail(location(file, it->first), message);
   }
 }
 
@@ -208,7 +211,9 @@ Sweep expand(const std::string& path, const std::vector<std::string>& sets) {
         } catch (const ConfigError& error) {
           const std::string seed =
               seeds.empty() ? std::to_string(builder.current().seed) : seeds[s].Scalar();
-          throw ConfigError(std::string(error.what()) + " [in run " + name + "seed" + seed + "]");
+          std::string message = error.what();
+          message.append(" [in run ").append(name).append("seed").append(seed).append("]");
+          throw ConfigError(message);
         }
         run.seed = run.config.seed;
         run.name = name + "seed" + std::to_string(run.seed);
