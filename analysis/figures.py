@@ -1,0 +1,299 @@
+"""Figures of a sweep (PNG): learning curves, attention heat maps of the probe sentence, per-head
+attention entropy, per-layer gradient norms and attention-logit variance vs. d_k.
+
+Every function returns the list of files it wrote and a note when the data is absent, so the
+report says what was skipped and why.
+"""
+
+import math
+import pathlib
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+import matplotlib.ticker  # noqa: E402
+import numpy as np  # noqa: E402
+
+from analysis.runfile import STACKS  # noqa: E402
+
+DPI = 110
+STACK_TITLES = {"encoder_self": "encoder self-attention", "decoder_self":
+                "decoder self-attention (causal)", "decoder_cross": "decoder-encoder attention"}
+
+
+def _colors(count):
+    cmap = plt.get_cmap("tab10" if count <= 10 else "tab20")
+    return [cmap(i % cmap.N) for i in range(count)]
+
+
+def _save(figure, path):
+    figure.savefig(path, dpi=DPI, bbox_inches="tight")
+    plt.close(figure)
+    return str(path)
+
+
+def _safe(name):
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _log_axis(axis):
+    """A log y axis labelled with plain numbers (12, 11.5) instead of powers of ten."""
+    axis.set_yscale("log")
+    formatter = matplotlib.ticker.FormatStrFormatter("%g")
+    axis.yaxis.set_major_formatter(formatter)
+    axis.yaxis.set_minor_formatter(formatter)
+
+
+def _band(frame, x_column, y_column):
+    """Per step: x (mean over seeds), mean, min and max of y over seeds."""
+    grouped = frame.groupby("step")
+    x = grouped[x_column].mean() if x_column != "step" else grouped["step"].first()
+    return x.to_numpy(), grouped[y_column].mean().to_numpy(), \
+        grouped[y_column].min().to_numpy(), grouped[y_column].max().to_numpy()
+
+
+def learning_curves(sweep, out_dir):
+    """Train loss and dev PPL vs. step and vs. tokens, one line per row, band = seed range."""
+    train = sweep.series("train")
+    evaluation = sweep.series("eval")
+    completed = set(sweep.runs.loc[sweep.runs["status"] == "completed", "run_id"])
+    if train.empty and evaluation.empty:
+        return [], "learning curves: no run has logged a training or evaluation row yet."
+    panels = [(train, "loss", "training loss (nats / target token)", False),
+              (evaluation, "ppl", "dev perplexity (per target token, log scale)", True)]
+    figure, axes = plt.subplots(2, 2, figsize=(12, 8.5))
+    rows = [r.key for r in sweep.rows]
+    colors = dict(zip(rows, _colors(len(rows))))
+    for line, (frame, column, label, log) in enumerate(panels):
+        for col, x_column in enumerate(("step", "tokens")):
+            axis = axes[line][col]
+            if frame.empty or column not in frame or x_column not in frame:
+                axis.text(0.5, 0.5, f"no {column} logged", ha="center", transform=axis.transAxes)
+                continue
+            for row in rows:
+                part = frame[frame["row"] == row]
+                if part.empty:
+                    continue
+                x, mean, low, high = _band(part, x_column, column)
+                seeds = part["run_id"].nunique()
+                partial = "" if set(part["run_id"]) <= completed else ", incomplete"
+                axis.plot(x, mean, color=colors[row], lw=1.6,
+                          label=f"{row} (n={seeds}{partial})")
+                if seeds > 1:
+                    axis.fill_between(x, low, high, color=colors[row], alpha=0.2, lw=0)
+            axis.set_xlabel("training step" if x_column == "step"
+                            else "training target tokens seen (summed over ranks)")
+            axis.set_ylabel(label)
+            if log:
+                _log_axis(axis)
+            axis.grid(alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if not handles:
+        handles, labels = axes[1][0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5),
+                  title="row (seeds; band = min..max)")
+    figure.suptitle(f"Sweep {sweep.name}: learning curves (line = mean over seeds)")
+    figure.tight_layout()
+    return [_save(figure, pathlib.Path(out_dir) / "learning_curves.png")], ""
+
+
+def _first_run_with_attention(sweep, row_key):
+    for run_id in sweep.completed(row_key):
+        if sweep.data[run_id].attention:
+            return run_id
+    return None
+
+
+def attention_maps(sweep, out_dir, rows):
+    """One PNG per (row, stack): a layers x heads grid of the probe sentence's attention."""
+    written = []
+    for row_key in rows:
+        run_id = _first_run_with_attention(sweep, row_key)
+        if run_id is None:
+            continue
+        probes = sweep.data[run_id].attention
+        probe_name = sorted(probes)[0]
+        probe = probes[probe_name]
+        for stack in STACKS:
+            layers = probe.maps.get(stack, [])
+            if not layers:
+                continue
+            heads = max(m.shape[0] for m in layers)
+            queries = probe.source_tokens if stack == "encoder_self" else probe.target_tokens
+            keys = probe.target_tokens if stack == "decoder_self" else probe.source_tokens
+            size = 2.2 + 0.12 * max(len(keys), 1)
+            figure, axes = plt.subplots(len(layers), heads, squeeze=False,
+                                        figsize=(size * heads + 1, size * len(layers) + 0.6))
+            image = None
+            for layer, weights in enumerate(layers):
+                for head in range(heads):
+                    axis = axes[layer][head]
+                    if head >= weights.shape[0]:
+                        axis.axis("off")
+                        continue
+                    image = axis.imshow(weights[head], vmin=0.0, vmax=1.0, cmap="viridis",
+                                        aspect="auto", interpolation="nearest")
+                    axis.set_title(f"layer {layer}, head {head}", fontsize=9)
+                    if len(keys) == weights.shape[2] and len(keys) <= 40:
+                        axis.set_xticks(range(len(keys)), keys, fontsize=7, rotation=90)
+                    if len(queries) == weights.shape[1] and len(queries) <= 40:
+                        axis.set_yticks(range(len(queries)), queries, fontsize=7)
+                    if layer == len(layers) - 1:
+                        axis.set_xlabel("key position (token)")
+                    if head == 0:
+                        axis.set_ylabel("query position (token)")
+            if image is not None:
+                figure.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
+            figure.suptitle(f"{STACK_TITLES[stack]}, {probe_name}: row {row_key}, "
+                            f"seed {sweep.data[run_id].attrs.get('seed')}")
+            path = pathlib.Path(out_dir) / f"attention_{_safe(row_key)}_{stack}.png"
+            written.append(_save(figure, path))
+    note = "" if written else "attention heat maps: no completed run stored a probe."
+    return written, note
+
+
+def entropy(weights):
+    """Mean entropy (nats) of each head's attention rows: weights (H,rows,cols) -> (H,)."""
+    p = np.clip(weights, 1e-12, 1.0)
+    return -(weights * np.log(p)).sum(axis=-1).mean(axis=-1)
+
+
+def attention_entropy(sweep, out_dir):
+    """Per-head entropy of the probe's attention, per stack: one column of points per row."""
+    rows = [r.key for r in sweep.rows]
+    points = {stack: [] for stack in STACKS}
+    for position, row_key in enumerate(rows):
+        run_id = _first_run_with_attention(sweep, row_key)
+        if run_id is None:
+            continue
+        probe = sweep.data[run_id].attention[sorted(sweep.data[run_id].attention)[0]]
+        for stack in STACKS:
+            for layer, weights in enumerate(probe.maps.get(stack, [])):
+                for head, value in enumerate(entropy(weights)):
+                    points[stack].append((position, layer, head, value, weights.shape[-1]))
+    if not any(points.values()):
+        return [], "attention entropy: no completed run stored a probe."
+    figure, axes = plt.subplots(1, 3, figsize=(15, 4.8), sharey=True)
+    max_layers = max(p[1] for values in points.values() for p in values) + 1
+    colors = _colors(max_layers)
+    for axis, stack in zip(axes, STACKS):
+        heads = {}
+        for position, _, head, _, _ in points[stack]:
+            heads[position] = max(heads.get(position, 0), head + 1)
+        for position, layer, head, value, keys in points[stack]:
+            # Heads spread side by side over +-0.3 around the row's position.
+            offset = 0.0 if heads[position] == 1 else 0.6 * (head / (heads[position] - 1) - 0.5)
+            axis.scatter(position + offset, value, color=colors[layer], s=18,
+                         label=f"layer {layer}")
+        if points[stack]:
+            uniform = math.log(max(p[4] for p in points[stack]))
+            axis.axhline(uniform, color="grey", ls="--", lw=1, label="uniform over all keys")
+        axis.set_xticks(range(len(rows)), rows, rotation=45, ha="right", fontsize=8)
+        axis.set_title(STACK_TITLES[stack], fontsize=10)
+        axis.set_xlabel("row (one point per head)")
+        axis.grid(alpha=0.3)
+    axes[0].set_ylabel("attention entropy (nats, mean over query positions)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    figure.legend(unique.values(), unique.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5))
+    figure.suptitle("Per-head attention entropy of the probe sentence (first completed seed)")
+    figure.tight_layout()
+    return [_save(figure, pathlib.Path(out_dir) / "attention_entropy.png")], ""
+
+
+def _diagnostic_runs(sweep, metric):
+    out = []
+    for row in sweep.rows:
+        for run_id in sweep.completed(row.key):
+            diagnostic = sweep.data[run_id].diagnostics.get(metric)
+            if diagnostic is not None and len(diagnostic.steps):
+                out.append((row.key, run_id, diagnostic))
+    return out
+
+
+def gradient_norms(sweep, out_dir):
+    """Per-layer gradient norms from /diagnostics/grad_norm: first logged step and mean."""
+    runs = _diagnostic_runs(sweep, "grad_norm")
+    if not runs:
+        return [], ("per-layer gradient norms: not recorded (no /diagnostics/grad_norm; set "
+                    "log.diagnostics_every > 0 to record them).")
+    figure, axes = plt.subplots(1, 2, figsize=(13, 4.8), sharey=True)
+    rows = list(dict.fromkeys(r for r, _, _ in runs))
+    colors = dict(zip(rows, _colors(len(rows))))
+    for axis, (title, reduce) in zip(axes, [("first logged step", lambda v: v[0]),
+                                             ("mean over training", lambda v: v.mean(axis=0))]):
+        for row in rows:
+            series = [reduce(d.values.reshape(len(d.steps), -1)) for r, _, d in runs if r == row]
+            series = np.array(series)
+            x = np.arange(series.shape[1])
+            axis.plot(x, series.mean(axis=0), "o-", color=colors[row], label=row)
+            if len(series) > 1:
+                axis.fill_between(x, series.min(axis=0), series.max(axis=0), color=colors[row],
+                                  alpha=0.2, lw=0)
+        labels = next((d.labels for _, _, d in runs if d.labels), [])
+        if labels:
+            axis.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
+        axis.set_xlabel("layer (input side on the left)")
+        axis.set_title(title)
+        axis.set_yscale("log")
+        axis.grid(alpha=0.3)
+    axes[0].set_ylabel("gradient L2 norm of the layer's parameters (log scale)")
+    axes[1].legend(title="row (band = seed range)", loc="center left",
+                   bbox_to_anchor=(1.0, 0.5))
+    figure.suptitle("Per-layer gradient norms")
+    figure.tight_layout()
+    return [_save(figure, pathlib.Path(out_dir) / "grad_norms.png")], ""
+
+
+LOGIT_VARIANCE_METRICS = ("attention_logit_variance", "logit_variance")
+
+
+def _d_k(config):
+    d_k = int(config.get("model.d_k", 0) or 0)
+    if d_k == 0 and config.get("model.heads"):
+        d_k = int(config["model.d_model"]) // int(config["model.heads"])
+    return d_k
+
+
+def logit_variance(sweep, out_dir):
+    """Attention-logit variance (mean over layers and heads, last logged step) vs. d_k, one
+    marker style per attention_scale, with the unit-variance theory (d_k unscaled, 1 scaled)."""
+    metric = next((m for m in LOGIT_VARIANCE_METRICS if _diagnostic_runs(sweep, m)), None)
+    if metric is None:
+        return [], ("attention-logit variance vs. d_k: not recorded (no /diagnostics/"
+                    "attention_logit_variance in these runs).")
+    points = {}
+    for _, run_id, diagnostic in _diagnostic_runs(sweep, metric):
+        config = sweep.data[run_id].config
+        scale = str(config.get("model.attention_scale", "rsqrt_dk"))
+        points.setdefault(scale, []).append((_d_k(config), float(diagnostic.values[-1].mean())))
+    figure, axis = plt.subplots(figsize=(7, 5))
+    for scale, values in sorted(points.items()):
+        values = np.array(values)
+        axis.scatter(values[:, 0], values[:, 1], label=f"attention_scale = {scale}", s=30)
+    all_d = np.array(sorted({d for values in points.values() for d, _ in values}))
+    if len(all_d):
+        axis.plot(all_d, all_d, "k--", lw=1, label="theory, unscaled: Var = d_k")
+        axis.plot(all_d, np.ones_like(all_d), "k:", lw=1, label="theory, 1/sqrt(d_k): Var = 1")
+    axis.set_xscale("log", base=2)
+    axis.set_yscale("log")
+    axis.set_xlabel("d_k (per-head key width)")
+    axis.set_ylabel("attention-logit variance (mean over layers and heads)")
+    axis.set_title("Attention-logit variance vs. d_k (last logged step, one point per run)")
+    axis.grid(alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    return [_save(figure, pathlib.Path(out_dir) / "logit_variance.png")], ""
+
+
+def all_figures(sweep, out_dir, attention_rows):
+    """Every figure; returns (files, notes about skipped figures)."""
+    files, notes = [], []
+    for function in (learning_curves, lambda s, o: attention_maps(s, o, attention_rows),
+                     attention_entropy, gradient_norms, logit_variance):
+        written, note = function(sweep, out_dir)
+        files += written
+        if note:
+            notes.append(note)
+    return files, notes

@@ -1,0 +1,187 @@
+"""The table as Markdown, LaTeX (booktabs) and CSV. Markdown and LaTeX show the same cells (one
+formatter); the CSV holds the raw numbers those cells round."""
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.stats import significance_mark
+from analysis.table import setting_header
+
+DASH = "–"
+
+
+def _finite(value):
+    try:
+        return value is not None and np.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def fixed(value, decimals, sign=False):
+    if not _finite(value):
+        return ""
+    return f"{float(value):{'+' if sign else ''}.{decimals}f}"
+
+
+def count(value):
+    """An exact count with thousands separators (params are exact arithmetic)."""
+    return f"{int(round(float(value))):,}" if _finite(value) else ""
+
+
+def scientific(value):
+    return f"{float(value):.2e}" if _finite(value) else ""
+
+
+def significant(value, digits=3):
+    return f"{float(value):.{digits}g}" if _finite(value) else ""
+
+
+def p_value(value):
+    if not _finite(value):
+        return "n/a"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def mean_std(record, name, decimals):
+    mean = fixed(record.get(f"{name}_mean"), decimals)
+    if not mean:
+        return ""
+    std = fixed(record.get(f"{name}_std"), decimals)
+    return f"{mean} ± {std}" if std else mean
+
+
+def columns(table):
+    """(header, cell(record) -> text) for every displayed column, left to right."""
+    out = [("group", lambda r: r["group"]),
+           ("row", lambda r: r["row"] + (" (base)" if r["base"] and r["row"] != "base" else ""))]
+    for key in table.settings:
+        out.append((setting_header(key, table.settings), lambda r, k=key: r[f"set:{k}"]))
+
+    def seeds(r):
+        if r["completed"] == r["runs"]:
+            return str(r["completed"])
+        return f"{r['completed']} of {r['runs']} †"
+    out.append(("n", seeds))
+    out.append(("params", lambda r: count(r["params"])))
+    if any(_finite(r["paper_params_millions"]) for r in table.records):
+        out.append(("paper params (M)", lambda r: significant(r["paper_params_millions"])))
+    for metric in table.metrics:
+        name, decimals = metric.name, metric.decimals
+        out.append((metric.label, lambda r, n=name, d=decimals: mean_std(r, n, d)))
+
+        def delta(r, n=name, d=decimals):
+            text = fixed(r.get(f"{n}_delta"), d, sign=True)
+            mark = significance_mark(r.get(f"{n}_p"))
+            return f"{text} {mark}".strip() if text else ""
+        out.append(("Δ", delta))
+        out.append(("p", lambda r, n=name: "" if r["base"] else p_value(r.get(f"{n}_p"))))
+        if metric.paper_key and any(_finite(r.get(f"paper_{name}")) for r in table.records):
+            out.append((f"paper {metric.label}",
+                        lambda r, n=name: fixed(r.get(f"paper_{n}"), 2)))
+    out.append(("FLOPs/run", lambda r: scientific(r["flops_per_run"])))
+    out.append(("wall s/run", lambda r: fixed(r["wall_seconds_per_run"], 1)))
+    out.append(("core-h (row)", lambda r: significant(r["core_hours_total"])))
+    return out
+
+
+def cells(table):
+    """Header and the displayed text of every cell, as Markdown and LaTeX show them."""
+    spec = columns(table)
+    return [h for h, _ in spec], [[cell(r) for _, cell in spec] for r in table.records]
+
+
+def notes(table):
+    return table.method + [""] + table.trend + ([""] + table.incomplete
+                                               if table.incomplete else [])
+
+
+def markdown(table):
+    header, rows = cells(table)
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    if table.incomplete:
+        lines.append("")
+        lines.append("† rows with runs that are not completed (listed below); their means use "
+                     "the completed runs only.")
+    lines.append("")
+    lines += notes(table)
+    return "\n".join(lines) + "\n"
+
+
+_TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+                "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+                "^": r"\textasciicircum{}", "±": r"$\pm$", "Δ": r"$\Delta$", "−": "$-$",
+                "×": r"$\times$", "†": r"$^\dagger$", "<": r"$<$", ">": r"$>$", "–": "--"}
+
+
+def tex_escape(text):
+    return "".join(_TEX_ESCAPES.get(char, char) for char in str(text))
+
+
+def latex(table):
+    header, rows = cells(table)
+    numeric = ["l"] * 2 + ["l"] * len(table.settings) + ["r"] * (len(header) - 2 -
+                                                                 len(table.settings))
+    lines = [r"% attnlab report: needs \usepackage{booktabs}",
+             r"\begin{table}[t]", r"\centering", r"\small",
+             r"\begin{tabular}{" + "".join(numeric) + "}", r"\toprule",
+             " & ".join(tex_escape(h) for h in header) + r" \\", r"\midrule"]
+    previous = None
+    for record, row in zip(table.records, rows):
+        if previous is not None and record["group"] != previous:
+            lines.append(r"\midrule")
+        previous = record["group"]
+        lines.append(" & ".join(tex_escape(c) for c in row) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}",
+              r"\caption{" + tex_escape(f"Sweep {table.sweep.name}: ablations vs. base") + "}",
+              r"\end{table}", "", r"\begin{footnotesize}"]
+    lines += [tex_escape(line) + r"\par" for line in notes(table) if line]
+    lines.append(r"\end{footnotesize}")
+    return "\n".join(lines) + "\n"
+
+
+def csv_frame(table):
+    frame = pd.DataFrame.from_records(table.records)
+    return frame.rename(columns={f"set:{k}": k for k in table.settings})
+
+
+def write_csv(table, path):
+    csv_frame(table).to_csv(path, index=False, float_format="%.10g")
+
+
+RUN_COLUMNS = [("name", "run"), ("run_id", "id"), ("seed", "seed"), ("status", "status"),
+               ("params", "params"), ("final_dev_ppl", "dev PPL"),
+               ("final_dev_accuracy", "dev acc."), ("final_dev_bleu", "dev BLEU"),
+               ("train_flops", "FLOPs"), ("train_seconds", "wall s"),
+               ("world_size", "ranks"), ("threads", "threads/rank"), ("core_hours", "core-h")]
+
+
+def runs_frame(sweep):
+    frame = sweep.runs
+    keep = [c for c, _ in RUN_COLUMNS if c in frame]
+    return frame[keep].copy()
+
+
+def runs_markdown(sweep):
+    frame = runs_frame(sweep)
+    names = dict(RUN_COLUMNS)
+    formats = {"params": count, "train_flops": scientific, "core_hours": significant,
+               "train_seconds": lambda v: fixed(v, 1), "final_dev_ppl": lambda v: fixed(v, 3),
+               "final_dev_accuracy": lambda v: fixed(100 * v, 2) + "%" if _finite(v) else "",
+               "final_dev_bleu": lambda v: fixed(v, 2),
+               "world_size": lambda v: count(v), "threads": lambda v: count(v)}
+    lines = ["| " + " | ".join(names[c] for c in frame.columns) + " |",
+             "|" + "|".join("---" for _ in frame.columns) + "|"]
+    for _, run in frame.iterrows():
+        row = []
+        for column in frame.columns:
+            value = run[column]
+            if column in formats:
+                row.append(formats[column](value))
+            else:
+                row.append("" if isinstance(value, float) and math.isnan(value) else str(value))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"

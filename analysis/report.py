@@ -1,0 +1,128 @@
+"""`python3 -m analysis.report runs/<sweep> [--out DIR] [--format md,tex,csv]`: the sweep's table
+(report.md, table.tex, table.csv and runs.csv) and figures (PNG).
+
+Exit codes: 0 written (an incomplete sweep is reported, with a warning on stderr), 2 bad input
+(no such or empty directory, unreadable or truncated run file, unknown schema version, bad
+arguments), 1 anything else.
+"""
+
+import argparse
+import pathlib
+import sys
+
+from analysis import figures, render
+from analysis.errors import AnalysisError
+from analysis.sweep import load_sweep
+from analysis.table import build_table
+
+FORMATS = ("md", "tex", "csv")
+
+
+def _formats(text):
+    chosen = [f.strip() for f in text.split(",") if f.strip()]
+    unknown = [f for f in chosen if f not in FORMATS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"unknown format(s) {', '.join(unknown) or '(none)'}; "
+                                         f"choose from {','.join(FORMATS)}")
+    return chosen
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="attnlab report", description="Tables (paper layout), statistics and figures of a "
+        "sweep directory runs/<sweep>.")
+    parser.add_argument("sweep", help="the sweep directory (holding manifest.yaml and "
+                        "<run_id>/run.h5)")
+    parser.add_argument("--out", help="output directory (default: <sweep>/report)")
+    parser.add_argument("--format", type=_formats, default=list(FORMATS),
+                        help="comma-separated table formats: md,tex,csv (default: all)")
+    parser.add_argument("--base", help="row to compare against (default: the sweep's base row)")
+    parser.add_argument("--attention", default="base",
+                        help="rows whose attention maps are drawn: base, all, none, or "
+                             "comma-separated row names (default: base)")
+    parser.add_argument("--bootstrap-samples", type=int, default=1000,
+                        help="paired bootstrap samples for BLEU (default: 1000)")
+    parser.add_argument("--no-figures", action="store_true", help="tables only")
+    return parser.parse_args(argv)
+
+
+def _attention_rows(sweep, choice):
+    if choice == "none":
+        return []
+    if choice == "base":
+        return [sweep.base]
+    if choice == "all":
+        return [r.key for r in sweep.rows]
+    wanted = [name.strip() for name in choice.split(",") if name.strip()]
+    known = {r.key for r in sweep.rows}
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise AnalysisError(f"--attention: no row(s) {', '.join(unknown)} (rows: "
+                            f"{', '.join(sorted(known))})")
+    return wanted
+
+
+def write_report(args):
+    """Writes every output of `args`; returns (output directory, the Table, incomplete?)."""
+    sweep = load_sweep(args.sweep, base=args.base, with_attention=not args.no_figures)
+    out = pathlib.Path(args.out) if args.out else sweep.directory / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    table = build_table(sweep, bootstrap_samples=args.bootstrap_samples)
+    figure_files, figure_notes = [], []
+    if not args.no_figures:
+        figure_files, figure_notes = figures.all_figures(
+            sweep, out, _attention_rows(sweep, args.attention))
+    if "csv" in args.format:
+        render.write_csv(table, out / "table.csv")
+        render.runs_frame(sweep).to_csv(out / "runs.csv", index=False, float_format="%.10g")
+    if "tex" in args.format:
+        (out / "table.tex").write_text(render.latex(table), encoding="utf-8")
+    if "md" in args.format:
+        (out / "report.md").write_text(_markdown_report(sweep, table, out, figure_files,
+                                                        figure_notes), encoding="utf-8")
+    return out, table
+
+
+def _markdown_report(sweep, table, out, figure_files, figure_notes):
+    counts = sweep.runs["status"].value_counts().to_dict()
+    status = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    lines = [f"# Sweep {sweep.name}", "",
+             f"Directory `{sweep.directory}`; {len(sweep.runs)} runs ({status}); "
+             f"{len(sweep.rows)} rows.", ""]
+    if sweep.manifest is not None and sweep.manifest.source:
+        lines += [f"Sweep file: `{sweep.manifest.source}`"
+                  + (f"; sets: {', '.join(sweep.manifest.sets)}" if sweep.manifest.sets else ""),
+                  ""]
+    if table.incomplete:
+        lines += ["**This sweep is incomplete.**", ""]
+    lines += sweep.notes + ([""] if sweep.notes else [])
+    lines += ["## Table (paper Table 3 layout)", "", render.markdown(table),
+              "## Runs (cost per run, Table 2 style)", "", render.runs_markdown(sweep)]
+    lines += ["## Figures", ""]
+    for path in figure_files:
+        name = pathlib.Path(path).relative_to(out)
+        lines += [f"![{name.stem}]({name})", ""]
+    for note in figure_notes:
+        lines.append(f"- skipped: {note}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    try:
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as exit_request:  # argparse: 2 for usage errors, 0 for --help
+        return int(exit_request.code or 0)
+    try:
+        out, table = write_report(args)
+    except AnalysisError as error:
+        print(f"attnlab report: {error}", file=sys.stderr)
+        return 2
+    if table.incomplete:
+        for line in table.incomplete:
+            print(f"attnlab report: {line}", file=sys.stderr)
+    print(f"report written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

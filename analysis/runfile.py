@@ -1,0 +1,180 @@
+"""Reading one run file (runs/<sweep>/<run_id>/run.h5, schema "attnlab-run" version 1).
+
+The writing side is core/io/run_log.h. A run may still be writing its file: it is opened without
+HDF5's file lock, and a series is read up to its shortest column (its complete rows).
+"""
+
+import dataclasses
+
+import h5py
+import numpy as np
+import pandas as pd
+
+from analysis.errors import AnalysisError
+from analysis.flowyaml import FlowError, parse_flow
+
+SCHEMA = "attnlab-run"
+SCHEMA_VERSIONS = (1,)
+STATUSES = ("running", "completed", "failed", "preempted")
+STACKS = ("encoder_self", "decoder_self", "decoder_cross")
+
+
+@dataclasses.dataclass
+class Diagnostic:
+    """/diagnostics/<metric>: `values` (rows, shape...) measured at `steps` (rows,)."""
+    steps: np.ndarray
+    values: np.ndarray
+    labels: list  # names along the first value axis (e.g. "encoder.layers.0"), may be empty
+
+
+@dataclasses.dataclass
+class AttentionProbe:
+    """/attention/<probe>: maps[stack][layer] is (H, rows, cols)."""
+    source_tokens: list
+    target_tokens: list
+    maps: dict
+
+
+@dataclasses.dataclass
+class RunData:
+    path: str
+    attrs: dict       # root attributes (schema, run_id, seed, status, world_size, threads, ...)
+    config: dict      # flattened config key -> value
+    summary: dict     # /summary attributes
+    train: pd.DataFrame
+    eval: pd.DataFrame
+    diagnostics: dict  # metric -> Diagnostic
+    attention: dict    # probe -> AttentionProbe
+
+    @property
+    def status(self):
+        return self.attrs.get("status", "unknown")
+
+
+def _python_value(value):
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return _python_value(value[()])
+        return [_python_value(item) for item in value.tolist()]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def _config_value(value):
+    """A /config attribute: numbers stay numbers; text is YAML (quoted strings, lists, bools)."""
+    value = _python_value(value)
+    if isinstance(value, str) and value[:1] in ('"', "[", "{", "'") or value in ("true", "false"):
+        try:
+            return parse_flow(value)
+        except FlowError:
+            return value
+    return value
+
+
+def _series(group, where):
+    """A series group as a DataFrame of its complete rows, columns in their stored order."""
+    if "columns" in group.attrs:
+        columns = [_python_value(c) for c in np.atleast_1d(group.attrs["columns"])]
+    else:
+        columns = sorted(name for name in group if isinstance(group[name], h5py.Dataset))
+    missing = [c for c in columns if c not in group]
+    if missing:
+        raise AnalysisError(f"{where}: columns {missing} are listed but not stored")
+    if not columns:
+        return pd.DataFrame({"step": pd.Series([], dtype="int64")})
+    rows = min(group[c].shape[0] for c in columns)
+    frame = pd.DataFrame({c: np.asarray(group[c][:rows]) for c in columns
+                          if group[c].ndim == 1})
+    if "step" in frame:
+        frame["step"] = frame["step"].astype("int64")
+    return frame
+
+
+def _diagnostics(group, path):
+    out = {}
+    for metric in group:
+        item = group[metric]
+        if not isinstance(item, h5py.Group) or "step" not in item or "value" not in item:
+            continue
+        rows = min(item["step"].shape[0], item["value"].shape[0])
+        labels = item.attrs.get("labels", item["value"].attrs.get("labels", []))
+        out[metric] = Diagnostic(steps=np.asarray(item["step"][:rows], dtype=np.int64),
+                                 values=np.asarray(item["value"][:rows], dtype=np.float64),
+                                 labels=[_python_value(x) for x in np.atleast_1d(labels)]
+                                 if len(np.atleast_1d(labels)) else [])
+    return out
+
+
+def _attention(group):
+    probes = {}
+    for probe in group:
+        item = group[probe]
+        if not isinstance(item, h5py.Group):
+            continue
+        maps = {}
+        for stack in item:
+            if not isinstance(item[stack], h5py.Group):
+                continue
+            layers = {}
+            for name in item[stack]:
+                if name.startswith("layer_"):
+                    layers[int(name[len("layer_"):])] = np.asarray(item[stack][name][...],
+                                                                 dtype=np.float64)
+            maps[stack] = [layers[i] for i in sorted(layers)]
+        probes[probe] = AttentionProbe(
+            source_tokens=_python_value(item.attrs.get("source_tokens", [])) or [],
+            target_tokens=_python_value(item.attrs.get("target_tokens", [])) or [],
+            maps=maps)
+    return probes
+
+
+def check_schema(attrs, path):
+    """Raises AnalysisError unless the root attributes are those of a run file this reads."""
+    schema = attrs.get("schema")
+    if schema != SCHEMA:
+        raise AnalysisError(f"{path}: not an attnlab run file (root attribute 'schema' is "
+                            f"{schema!r}, expected {SCHEMA!r})")
+    version = attrs.get("schema_version")
+    if version not in SCHEMA_VERSIONS:
+        raise AnalysisError(f"{path}: unknown schema_version {version!r} (this analysis reads "
+                            f"version {', '.join(map(str, SCHEMA_VERSIONS))})")
+
+
+def read_run(path, with_attention=True):
+    """Everything in one run file. AnalysisError for a file that is unreadable (truncated,
+    not HDF5), not an attnlab run, or of a schema version this analysis does not know."""
+    path = str(path)
+    try:
+        file = h5py.File(path, "r", locking=False)
+    except (OSError, ValueError) as error:
+        raise AnalysisError(f"{path}: cannot be opened as HDF5 (truncated or corrupt file?): "
+                            f"{error}") from None
+    try:
+        with file:
+            attrs = {k: _python_value(v) for k, v in file.attrs.items()}
+            check_schema(attrs, path)
+            for group in ("config", "train", "eval", "summary"):
+                if group not in file:
+                    raise AnalysisError(f"{path}: missing the /{group} group of schema version "
+                                        f"{attrs['schema_version']}")
+            config = {k: _config_value(v) for k, v in file["config"].attrs.items()}
+            summary = {k: _python_value(v) for k, v in file["summary"].attrs.items()}
+            train = _series(file["train"], f"{path}:/train")
+            evaluation = _series(file["eval"], f"{path}:/eval")
+            diagnostics = _diagnostics(file["diagnostics"], path) if "diagnostics" in file else {}
+            attention = (_attention(file["attention"])
+                         if with_attention and "attention" in file else {})
+    except AnalysisError:
+        raise
+    except (OSError, KeyError, ValueError, RuntimeError) as error:
+        raise AnalysisError(f"{path}: unreadable run file (truncated or corrupt?): {error}") \
+            from None
+    return RunData(path=path, attrs=attrs, config=config, summary=summary, train=train,
+                   eval=evaluation, diagnostics=diagnostics, attention=attention)

@@ -1,0 +1,211 @@
+"""A sweep directory (runs/<sweep>/) loaded into pandas: one row per run, rows of the table,
+the base row, and what is missing.
+
+With a manifest.yaml, the manifest is the list of runs: a run without a run.h5 is "missing",
+and the table's rows and groups are the sweep's. Without one, every <dir>/run.h5 is a run and
+runs that differ only in seed form a row.
+"""
+
+import dataclasses
+import pathlib
+import re
+
+import numpy as np
+import pandas as pd
+
+from analysis.errors import AnalysisError
+from analysis.manifest import read_manifest
+from analysis.runfile import read_run
+
+MANIFEST = "manifest.yaml"
+RUN_FILE = "run.h5"
+# Root attributes copied into the runs frame.
+RUN_ATTRS = ("run_id", "sweep_id", "status", "seed", "world_size", "threads", "host", "created",
+             "git_commit", "schema_version")
+# Config keys that say where and under which name a run goes, not what it is.
+_PLACEMENT_KEYS = re.compile(r"^(name|seed|log\.dir|cluster\..*)$")
+
+
+@dataclasses.dataclass
+class Row:
+    """One line of the table: the runs of one configuration over seeds."""
+    key: str          # the run name without ".seed<n>"
+    group: str        # the sweep's group label ("A", "base", "" for grid sweeps)
+    overrides: dict   # the keys the row sets -> value
+    paper: dict       # {"ppl", "bleu", "params"} when the sweep gives them
+    run_ids: list     # every run the sweep declares for this row
+
+
+@dataclasses.dataclass
+class Sweep:
+    directory: pathlib.Path
+    name: str
+    manifest: object      # Manifest or None
+    runs: pd.DataFrame    # one row per run (declared or found)
+    data: dict            # run_id -> RunData for every run whose file was read
+    rows: list            # Row, in the sweep's order
+    base: str             # key of the reference row
+    base_note: str        # how the base row was chosen
+    notes: list           # things the report must say (extra directories, ...)
+
+    def row(self, key):
+        for row in self.rows:
+            if row.key == key:
+                return row
+        raise KeyError(key)
+
+    def completed(self, row_key):
+        """Run ids of the row's completed runs, in seed order."""
+        frame = self.runs[(self.runs["row"] == row_key) & (self.runs["status"] == "completed")]
+        return list(frame.sort_values("seed")["run_id"])
+
+    def incomplete(self):
+        """The runs that are not completed (missing, running, failed, preempted)."""
+        return self.runs[self.runs["status"] != "completed"]
+
+    def series(self, kind):
+        """A tidy frame of /train or /eval over all read runs: run_id, row, group, seed, then
+        the series' columns (one row per run and step)."""
+        return series_frame(self, kind)
+
+
+def _run_record(run_id, name, row, group, seed, path):
+    return {"run_id": run_id, "name": name, "row": row, "group": group, "seed": seed,
+            "path": str(path), "status": "missing"}
+
+
+def _merge_run(record, data):
+    for key in RUN_ATTRS:
+        if key in data.attrs:
+            record[key] = data.attrs[key]
+    record.update({k: v for k, v in data.config.items() if k not in ("seed", "name")})
+    record.update(data.summary)
+    world = float(data.attrs.get("world_size", 1) or 1)
+    threads = float(data.attrs.get("threads", 1) or 1)
+    seconds = data.summary.get("train_seconds")
+    record["core_hours"] = (float(seconds) * world * threads / 3600.0
+                            if seconds is not None else np.nan)
+
+
+def _choose_base(rows, explicit):
+    if explicit:
+        for row in rows:
+            if row.key == explicit:
+                return row.key, f"base row '{explicit}' (chosen with --base)"
+        raise AnalysisError(f"--base {explicit}: no such row (rows: "
+                            f"{', '.join(r.key for r in rows)})")
+    for row in rows:
+        if row.group.lower() == "base" or row.key.lower() == "base":
+            return row.key, f"base row '{row.key}' (declared by the sweep)"
+    for row in rows:
+        if not row.overrides:
+            return row.key, f"base row '{row.key}' (the row that changes nothing)"
+    return rows[0].key, (f"base row '{rows[0].key}': the sweep declares no base row, so the first "
+                         "row is the reference")
+
+
+def _load_from_manifest(directory, manifest, with_attention):
+    records, data, rows, order = [], {}, {}, []
+    for run in manifest.runs:
+        record = _run_record(run.id, run.name, run.row, run.group, run.seed,
+                             directory / run.id / RUN_FILE)
+        for key, value in run.paper.items():
+            record[f"paper.{key}"] = value
+        if run.row not in rows:
+            rows[run.row] = Row(key=run.row, group=run.group, overrides=dict(run.overrides),
+                                paper=dict(run.paper), run_ids=[])
+            order.append(run.row)
+        rows[run.row].run_ids.append(run.id)
+        path = directory / run.id / RUN_FILE
+        if path.exists():
+            loaded = read_run(path, with_attention=with_attention)
+            data[run.id] = loaded
+            _merge_run(record, loaded)
+        records.append(record)
+    declared = {run.id for run in manifest.runs}
+    extra = sorted(p.parent.name for p in directory.glob(f"*/{RUN_FILE}")
+                   if p.parent.name not in declared)
+    notes = []
+    if extra:
+        notes.append("run directories not in the manifest (left out): " + ", ".join(extra))
+    return records, data, [rows[k] for k in order], notes
+
+
+def _load_without_manifest(directory, with_attention):
+    paths = sorted(directory.glob(f"*/{RUN_FILE}"))
+    if not paths:
+        raise AnalysisError(f"{directory}: neither a {MANIFEST} nor any <run>/{RUN_FILE}: "
+                            "not a sweep directory (or the sweep has not started)")
+    records, data, rows, order = [], {}, {}, []
+    loaded_runs = [(p, read_run(p, with_attention=with_attention)) for p in paths]
+    # Keys that vary across runs (apart from placement and seed) define the rows.
+    keys = sorted({k for _, d in loaded_runs for k in d.config if not _PLACEMENT_KEYS.match(k)})
+    varying = [k for k in keys
+               if len({repr(d.config.get(k)) for _, d in loaded_runs}) > 1]
+    for path, loaded in loaded_runs:
+        run_id = str(loaded.attrs.get("run_id") or path.parent.name)
+        overrides = {k: loaded.config.get(k) for k in varying}
+        key = ",".join(f"{k.split('.')[-1]}={loaded.config.get(k)}" for k in varying) or "all"
+        seed = int(loaded.attrs.get("seed", 0))
+        record = _run_record(run_id, f"{key}.seed{seed}", key, "", seed, path)
+        _merge_run(record, loaded)
+        if key not in rows:
+            rows[key] = Row(key=key, group="", overrides=overrides, paper={}, run_ids=[])
+            order.append(key)
+        rows[key].run_ids.append(run_id)
+        if run_id in data:
+            raise AnalysisError(f"{path}: run id '{run_id}' also belongs to "
+                                f"{data[run_id].path}")
+        data[run_id] = loaded
+        records.append(record)
+    notes = [f"no {MANIFEST}: rows are the configurations found (differing in "
+             f"{', '.join(varying) or 'nothing but the seed'})"]
+    return records, data, [rows[k] for k in order], notes
+
+
+def load_sweep(directory, base=None, with_attention=True):
+    """Loads runs/<sweep>/ (see the module comment). AnalysisError for a missing or empty
+    directory and for any run file that cannot be read, naming the file."""
+    directory = pathlib.Path(directory)
+    if not directory.is_dir():
+        raise AnalysisError(f"{directory}: no such directory")
+    manifest_path = directory / MANIFEST
+    if manifest_path.exists():
+        manifest = read_manifest(manifest_path)
+        if not manifest.runs:
+            raise AnalysisError(f"{manifest_path}: the manifest lists no runs")
+        records, data, rows, notes = _load_from_manifest(directory, manifest, with_attention)
+        name = manifest.sweep
+    else:
+        manifest = None
+        records, data, rows, notes = _load_without_manifest(directory, with_attention)
+        name = directory.name
+    runs = pd.DataFrame.from_records(records)
+    if "seed" in runs:
+        runs["seed"] = runs["seed"].astype("int64")
+    base_key, base_note = _choose_base(rows, base)
+    return Sweep(directory=directory, name=name, manifest=manifest, runs=runs, data=data,
+                 rows=rows, base=base_key, base_note=base_note, notes=notes)
+
+
+def series_frame(sweep, kind):
+    if kind not in ("train", "eval"):
+        raise ValueError(f"series kind must be 'train' or 'eval', not {kind!r}")
+    frames = []
+    index = sweep.runs.set_index("run_id")
+    for run_id, data in sweep.data.items():
+        frame = getattr(data, kind)
+        if frame.empty:
+            continue
+        frame = frame.copy()
+        if kind == "eval" and "tokens" not in frame and {"step", "tokens"} <= set(data.train):
+            # Tokens seen at each evaluation, from the training log (logged every few steps).
+            frame["tokens"] = np.interp(frame["step"], data.train["step"], data.train["tokens"])
+        frame.insert(0, "seed", index.at[run_id, "seed"])
+        frame.insert(0, "group", index.at[run_id, "group"])
+        frame.insert(0, "row", index.at[run_id, "row"])
+        frame.insert(0, "run_id", run_id)
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=["run_id", "row", "group", "seed", "step"])
+    return pd.concat(frames, ignore_index=True)

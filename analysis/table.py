@@ -1,0 +1,257 @@
+"""The paper's Table 3 layout built from a loaded sweep: one line per row (configuration), grouped
+as the sweep declares them, the settings that differ from base, params, each metric as
+mean +- std over seeds with its delta and significance vs. base, the paper's value beside ours,
+the cost in the style of Table 2, and the trend check (Kendall tau) per block.
+
+Only completed runs enter a mean; a row with runs missing, running, failed or preempted is
+marked incomplete and lists them (see Sweep.incomplete()).
+"""
+
+import dataclasses
+import math
+import pathlib
+
+import numpy as np
+
+from analysis import stats
+from analysis.bleu import bleu_from_stats, corpus_stats
+from analysis.flowyaml import to_text
+
+
+@dataclasses.dataclass
+class Metric:
+    name: str        # CSV prefix: ppl, accuracy_pct, bleu, test_bleu
+    summary_key: str  # /summary attribute of a run
+    label: str       # table header
+    scale: float     # raw value x scale = shown value
+    decimals: int
+    paper_key: str   # manifest paper value, "" for none
+    split: str       # hypotheses split for the bootstrap ("" for none)
+    lower_is_better: bool
+
+
+METRICS = [
+    Metric("ppl", "final_dev_ppl", "dev PPL", 1.0, 3, "ppl", "", True),
+    Metric("accuracy_pct", "final_dev_accuracy", "dev acc. (%)", 100.0, 2, "", "", False),
+    Metric("bleu", "final_dev_bleu", "dev BLEU", 1.0, 2, "bleu", "dev", False),
+    Metric("test_bleu", "final_test_bleu", "test BLEU", 1.0, 2, "", "test", False),
+]
+HYPOTHESES = "{split}.hyp.txt"   # one detokenized hypothesis per line, in <run_dir>/
+REFERENCES = "{split}.ref.txt"   # the matching references, in <run_dir>/
+ALPHA = (0.05, 0.01)
+
+
+@dataclasses.dataclass
+class Table:
+    sweep: object
+    settings: list    # config keys shown as columns (differing from base somewhere)
+    metrics: list     # Metric present in the runs
+    records: list     # one dict of raw values per row (the CSV)
+    trend: list       # lines of the trend check
+    method: list      # lines naming the statistics
+    incomplete: list  # lines naming the runs left out of means
+
+
+def _number(value):
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return value
+
+
+def _run_values(sweep, run_ids, key, scale=1.0):
+    index = sweep.runs.set_index("run_id")
+    if key not in index:
+        return []
+    values = [_number(index.at[r, key]) * scale for r in run_ids]
+    return [v for v in values if np.isfinite(v)]
+
+
+def _setting_value(sweep, row, key):
+    """A row's value of a config key: its override, else a read run's config."""
+    if key in row.overrides:
+        return row.overrides[key]
+    for run_id in row.run_ids:
+        if run_id in sweep.data and key in sweep.data[run_id].config:
+            return sweep.data[run_id].config[key]
+    return None
+
+
+def _shown_settings(sweep):
+    keys = []
+    for row in sweep.rows:
+        for key in row.overrides:
+            if key not in keys:
+                keys.append(key)
+    base = sweep.row(sweep.base)
+    base_values = {k: _setting_value(sweep, base, k) for k in keys}
+    return [k for k in keys
+            if any(_setting_value(sweep, r, k) != base_values[k] for r in sweep.rows)]
+
+
+def setting_header(key, keys):
+    leaf = key.rsplit(".", 1)[-1]
+    return leaf if sum(k.rsplit(".", 1)[-1] == leaf for k in keys) == 1 else key
+
+
+def _hypothesis_stats(sweep, run_id, split):
+    """Per-sentence BLEU statistics of a run's hypotheses, or None without the files."""
+    directory = pathlib.Path(sweep.runs.set_index("run_id").at[run_id, "path"]).parent
+    hyp = directory / HYPOTHESES.format(split=split)
+    ref = directory / REFERENCES.format(split=split)
+    if not hyp.is_file() or not ref.is_file():
+        return None
+    hypotheses = hyp.read_text(encoding="utf-8").split("\n")
+    references = ref.read_text(encoding="utf-8").split("\n")
+    if hypotheses and hypotheses[-1] == "":
+        hypotheses.pop()
+    if references and references[-1] == "":
+        references.pop()
+    return corpus_stats(hypotheses, references)
+
+
+def _bootstrap(sweep, base_ids, row_ids, split, samples):
+    """Paired bootstrap p of row vs base over the split's sentences, seeds paired in order."""
+    pairs = min(len(base_ids), len(row_ids))
+    if pairs == 0 or split == "":
+        return None
+    base_stats = [_hypothesis_stats(sweep, r, split) for r in base_ids[:pairs]]
+    row_stats = [_hypothesis_stats(sweep, r, split) for r in row_ids[:pairs]]
+    if any(s is None for s in base_stats + row_stats):
+        return None
+    sizes = {s.shape[0] for s in base_stats + row_stats}
+    if len(sizes) != 1:
+        return None
+    _, p = stats.paired_bootstrap(base_stats, row_stats, bleu_from_stats, samples=samples)
+    return p
+
+
+def _present_metrics(sweep):
+    present = []
+    for metric in METRICS:
+        if metric.summary_key in sweep.runs and sweep.runs[metric.summary_key].notna().any():
+            present.append(metric)
+    return present
+
+
+def build_table(sweep, bootstrap_samples=1000):
+    settings = _shown_settings(sweep)
+    metrics = _present_metrics(sweep)
+    base = sweep.row(sweep.base)
+    base_ids = sweep.completed(base.key)
+    records = []
+    tests_used = {}
+    for row in sweep.rows:
+        completed = sweep.completed(row.key)
+        is_base = row.key == base.key
+        record = {"group": row.group, "row": row.key, "base": is_base,
+                  "runs": len(row.run_ids), "completed": len(completed)}
+        for key in settings:
+            value = _setting_value(sweep, row, key)
+            shown = is_base or value != _setting_value(sweep, base, key)
+            record[f"set:{key}"] = to_text(value) if shown else ""
+        params = _run_values(sweep, completed, "params") or _run_values(sweep, row.run_ids,
+                                                                        "params")
+        record["params"] = params[0] if params else math.nan
+        record["paper_params_millions"] = row.paper.get("params", math.nan)
+        for metric in metrics:
+            ours = _run_values(sweep, completed, metric.summary_key, metric.scale)
+            theirs = _run_values(sweep, base_ids, metric.summary_key, metric.scale)
+            summary = stats.summarize(ours)
+            base_summary = stats.summarize(theirs)
+            record[f"{metric.name}_mean"] = summary.mean
+            record[f"{metric.name}_std"] = summary.std
+            record[f"{metric.name}_n"] = summary.n
+            delta, p, test = math.nan, math.nan, ""
+            if not is_base and summary.n and base_summary.n:
+                delta = summary.mean - base_summary.mean
+                p_boot = _bootstrap(sweep, base_ids, completed, metric.split, bootstrap_samples)
+                if p_boot is not None:
+                    p, test = p_boot, "bootstrap"
+                else:
+                    p, test = stats.welch_t_test(ours, theirs)[2], "welch"
+                tests_used.setdefault(metric.label, set()).add(test)
+            record[f"{metric.name}_delta"] = delta
+            record[f"{metric.name}_p"] = p
+            record[f"{metric.name}_test"] = test
+            if metric.paper_key:
+                record[f"paper_{metric.name}"] = row.paper.get(metric.paper_key, math.nan)
+        flops = _run_values(sweep, completed, "train_flops")
+        seconds = _run_values(sweep, completed, "train_seconds")
+        core_hours = _run_values(sweep, completed, "core_hours")
+        record["flops_per_run"] = float(np.mean(flops)) if flops else math.nan
+        record["flops_total"] = float(np.sum(flops)) if flops else math.nan
+        record["wall_seconds_per_run"] = float(np.mean(seconds)) if seconds else math.nan
+        record["core_hours_total"] = float(np.sum(core_hours)) if core_hours else math.nan
+        records.append(record)
+    return Table(sweep=sweep, settings=settings, metrics=metrics, records=records,
+                 trend=_trend(sweep, records, metrics),
+                 method=_method_lines(sweep, metrics, tests_used, bootstrap_samples),
+                 incomplete=_incomplete_lines(sweep))
+
+
+def _blocks(sweep):
+    """Group label -> row keys, base row included in every block."""
+    blocks = {}
+    for row in sweep.rows:
+        if row.key == sweep.base:
+            continue
+        blocks.setdefault(row.group or "all", []).append(row.key)
+    return {g: [sweep.base] + keys for g, keys in blocks.items()}
+
+
+def _trend(sweep, records, metrics):
+    by_row = {r["row"]: r for r in records}
+    paper_metrics = [m for m in metrics if m.paper_key]
+    if not any(np.isfinite(r.get(f"paper_{m.name}", math.nan))
+               for r in records for m in paper_metrics):
+        return ["Trend check: the sweep gives no paper values, so there is nothing to compare."]
+    lines = ["Trend check: Kendall tau-b between our means and the paper's values within each "
+             "block (base row included; +1 = same order, -1 = reversed):"]
+    for group, keys in _blocks(sweep).items():
+        parts = []
+        for metric in paper_metrics:
+            pairs = [(by_row[k][f"{metric.name}_mean"], by_row[k][f"paper_{metric.name}"])
+                     for k in keys]
+            pairs = [(a, b) for a, b in pairs if np.isfinite(a) and np.isfinite(b)]
+            if len(pairs) < 2:
+                parts.append(f"{metric.label}: n/a ({len(pairs)} row(s) with both values)")
+                continue
+            tau = stats.kendall_tau([a for a, _ in pairs], [b for _, b in pairs])
+            text = "n/a (ties)" if not np.isfinite(tau) else f"{tau:+.2f}"
+            parts.append(f"{metric.label}: tau = {text} over {len(pairs)} rows")
+        lines.append(f"- block {group}: " + "; ".join(parts))
+    return lines
+
+
+def _method_lines(sweep, metrics, tests_used, samples):
+    lines = ["Values: mean ± sample std (ddof 1) over the completed seeds of each row; n = seeds; "
+             f"Δ = row mean − base mean ({sweep.base_note})."]
+    for metric in metrics:
+        used = tests_used.get(metric.label, set())
+        if "bootstrap" in used:
+            lines.append(f"{metric.label}: paired bootstrap resampling over sentences "
+                         f"(Koehn 2004, {samples} samples, seeds paired in order), two-sided p"
+                         + ("; Welch's t-test across seeds where hypotheses are missing"
+                            if "welch" in used else "") + ".")
+        elif used:
+            lines.append(f"{metric.label}: Welch's t-test (unequal variances, two-sided) "
+                         "across seeds.")
+    lines.append("Marks on Δ: * p < 0.05, ** p < 0.01; p = n/a with fewer than two seeds on a "
+                 "side or zero variance.")
+    lines.append("Cost: counted training FLOPs per run (and summed over the row), mean wall time "
+                 "per run, core-hours = train_seconds × world_size × threads / 3600 summed over "
+                 "the row's runs.")
+    return lines
+
+
+def _incomplete_lines(sweep):
+    missing = sweep.incomplete()
+    if missing.empty:
+        return []
+    lines = [f"Incomplete sweep: {len(missing)} of {len(sweep.runs)} runs are not completed and "
+             "are left out of every mean:"]
+    for _, run in missing.iterrows():
+        lines.append(f"- {run['name']} (id {run['run_id']}, row {run['row']}): {run['status']}")
+    return lines
