@@ -86,7 +86,8 @@ class Object {
   std::string path_;
 };
 
-// A dataset of numbers (float, double, int32_t, int64_t): fixed, or extendable along axis 0.
+// A dataset of numbers: fixed, or extendable along axis 0. The templates below take float, double,
+// int32_t and int64_t.
 class Dataset : public Object {
  public:
   std::vector<int64_t> dims() const;
@@ -96,6 +97,9 @@ class Dataset : public Object {
   // Every value, row-major, converted to T by HDF5.
   template <typename T>
   std::vector<T> read() const;
+  // Reads every value into `out`, which holds exactly `count` values (an Error otherwise).
+  template <typename T>
+  void read_into(T* out, int64_t count) const;
   // Appends `count` rows (count * row size values, row-major) at the end of an extendable
   // dataset.
   template <typename T>

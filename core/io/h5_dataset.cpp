@@ -109,15 +109,22 @@ ValueType Dataset::value_type() const {
 }
 
 template <typename T>
-std::vector<T> Dataset::read() const {
+void Dataset::read_into(T* out, int64_t count) const {
   ValueType type = value_type();
   CHECK(type == ValueType::integer || type == ValueType::floating)
       << where() << ": holds " << value_type_name(type) << ", expected numbers";
+  std::vector<int64_t> extent = dims();
+  CHECK(product(extent) == count) << where() << ": holds " << product(extent) << " values of shape "
+                                  << shape_text(extent) << ", the reader expects " << count;
+  if (count == 0) return;
+  check_status(H5Dread(handle_.id(), TypeOf<T>::memory(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
+               where(), "cannot read the values");
+}
+
+template <typename T>
+std::vector<T> Dataset::read() const {
   std::vector<T> values(static_cast<size_t>(product(dims())));
-  if (values.empty()) return values;
-  check_status(
-      H5Dread(handle_.id(), TypeOf<T>::memory(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),
-      where(), "cannot read the values");
+  read_into(values.data(), static_cast<int64_t>(values.size()));
   return values;
 }
 
@@ -234,6 +241,7 @@ Dataset Group::create_extendable(const std::string& name, const std::vector<int6
 
 #define ATTNLAB_H5_INSTANTIATE(T)                                                               \
   template std::vector<T> Dataset::read<T>() const;                                             \
+  template void Dataset::read_into<T>(T*, int64_t) const;                                       \
   template void Dataset::append<T>(const T*, int64_t);                                          \
   template Dataset Group::write<T>(const std::string&, const std::vector<int64_t>&, const T*,   \
                                    const WriteOptions&);                                        \
