@@ -80,8 +80,11 @@ test: build
 	pytest_result="none"; pytest_status=0; \
 	if [[ -n $$(find tests/python -name 'test_*.py' -o -name '*_test.py' 2>/dev/null) ]]; then \
 	  $(PYTHON) -m pytest -q tests/python || pytest_status=$$?; \
-	  if [[ $$pytest_status == 5 ]]; then pytest_status=0; fi; \
-	  if [[ $$pytest_status == 0 ]]; then pytest_result=ok; else pytest_result=FAILED; fi; \
+	  case $$pytest_status in \
+	    0) pytest_result=ok ;; \
+	    5) pytest_result="collected nothing"; pytest_status=0 ;; \
+	    *) pytest_result=FAILED ;; \
+	  esac; \
 	fi; \
 	if [[ $$ctest_status == 0 ]]; then ctest_result=ok; else ctest_result=FAILED; fi; \
 	echo "make test: ctest $$ctest_result, pytest $$pytest_result"; \
@@ -89,13 +92,15 @@ test: build
 
 # Unit tests (not MPI) under AddressSanitizer and UndefinedBehaviorSanitizer, with libstdc++'s
 # bounds checks on operator[]. RelWithDebInfo keeps the gradient checks fast enough for CI.
-# detect_leaks=0: the OpenMP and OpenBLAS thread pools keep per-thread buffers that are never freed
-# at exit, which LeakSanitizer would report as leaks of ours.
+# Warnings stay warnings here: GCC's -Wmaybe-uninitialized and -Wstringop-* misfire on instrumented
+# code, and the plain build already holds the warning bar.
+# LeakSanitizer stays on; the MPI tests are left out because Open MPI keeps its allocations until
+# exit by design, which LeakSanitizer would report as leaks of ours.
 test-sanitize:
-	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNLAB_WERROR=$(WERROR) \
+	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNLAB_WERROR=OFF \
 	  -DATTNLAB_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS=-D_GLIBCXX_ASSERTIONS
 	cmake --build $(ASAN_DIR) -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_DIR) -L unit -LE mpi --output-on-failure -j 2 \
 	  --timeout $$(( 3 * $(CTEST_TIMEOUT) ))
 
