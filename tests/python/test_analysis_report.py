@@ -1,0 +1,295 @@
+"""The analysis on a sweep trained by the real program: `attnlab sweep --dry-run` writes the
+manifest, `attnlab train` runs every entry (tiny reverse-task models, 2 seeds x 3 rows), and the
+report's tables, statistics and figures are checked against values read independently with
+h5py and computed with numpy/scipy. Bad inputs (empty directory, truncated file, mixed schema
+versions, incomplete sweeps) are derived from copies of that sweep."""
+
+import math
+import re
+import shutil
+import sys
+
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as scipy_stats
+
+from conftest import ROOT, run_attnlab
+
+sys.path.insert(0, str(ROOT))
+
+from analysis import bleu, load_sweep, build_table  # noqa: E402
+from analysis.manifest import read_manifest  # noqa: E402
+from analysis.report import main as report_main  # noqa: E402
+
+EXPERIMENT = f"""base: {ROOT}/experiments/tasks/reverse.yaml
+name: tiny
+model: {{encoder_layers: 1, decoder_layers: 1, d_model: 32, d_ff: 64, heads: 4, d_k: 8, d_v: 8}}
+data: {{synthetic: {{train_size: 2000, dev_size: 50}}}}
+train: {{batch_tokens: 400, steps: 24, lr: {{warmup: 10}}}}
+eval: {{every: 8}}
+log: {{every: 2}}
+"""
+SWEEP = """base: tiny.yaml
+sweep:
+  name: tiny
+  rows:
+    - {name: base, group: base, paper: {ppl: 4.92, bleu: 25.8, params: 65}}
+    - {name: "A h=1", group: A, set: {model.heads: 1, model.d_k: 32, model.d_v: 32},
+       paper: {ppl: 5.29, bleu: 24.9}}
+    - {name: "A h=2", group: A, set: {model.heads: 2, model.d_k: 16, model.d_v: 16},
+       paper: {ppl: 5.00, bleu: 25.5}}
+  seeds: [1, 2]
+"""
+
+
+def yaml_text(value):
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@pytest.fixture(scope="session")
+def sweep_dir(attnlab, tmp_path_factory):
+    """runs/tiny made by the real program: manifest from `attnlab sweep`, runs from `train`."""
+    work = tmp_path_factory.mktemp("analysis")
+    (work / "tiny.yaml").write_text(EXPERIMENT)
+    (work / "sweep.yaml").write_text(SWEEP)
+    run_attnlab(attnlab, "sweep", work / "sweep.yaml", "--dry-run", "--out", work / "runs")
+    directory = work / "runs" / "tiny"
+    manifest = read_manifest(directory / "manifest.yaml")
+    for run in manifest.runs:
+        sets = []
+        for key, value in run.overrides.items():
+            sets += ["--set", f"{key}={yaml_text(value)}"]
+        run_attnlab(attnlab, "train", "-c", work / "tiny.yaml", *sets, "--set",
+                    f"seed={run.seed}", "--out", directory / run.id, "--run-id", run.id,
+                    "--sweep-id", manifest.sweep, "--quiet")
+    return directory
+
+
+@pytest.fixture(scope="session")
+def report(sweep_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    assert report_main([str(sweep_dir), "--out", str(out), "--attention", "all"]) == 0
+    return out
+
+
+def read_summary(path):
+    with h5py.File(path, "r") as f:
+        return {k: f["summary"].attrs[k] for k in f["summary"].attrs}, dict(f.attrs)
+
+
+def independent_rows(sweep_dir):
+    """row -> list of (seed, summary, root attrs) of its runs, read with h5py alone."""
+    rows = {}
+    for run in read_manifest(sweep_dir / "manifest.yaml").runs:
+        summary, attrs = read_summary(sweep_dir / run.id / "run.h5")
+        rows.setdefault(run.row, []).append((run.seed, summary, attrs))
+    return rows
+
+
+def test_loading_gives_one_row_per_run_with_config_summary_and_series(sweep_dir):
+    sweep = load_sweep(sweep_dir)
+    runs = sweep.runs
+    assert len(runs) == 6 and set(runs["status"]) == {"completed"}
+    assert [r.key for r in sweep.rows] == ["base", "A-h-1", "A-h-2"] and sweep.base == "base"
+    assert sorted(runs["seed"]) == [1, 1, 1, 2, 2, 2]
+    by_row = runs.set_index("name")
+    assert by_row.at["A-h-1.seed2", "model.heads"] == 1
+    assert by_row.at["A-h-2.seed1", "model.d_k"] == 16
+    assert by_row.at["base.seed1", "model.d_model"] == 32
+    assert by_row.at["A-h-1.seed1", "group"] == "A"
+    assert by_row.at["base.seed2", "paper.ppl"] == pytest.approx(4.92)
+    for _, run in runs.iterrows():
+        summary, attrs = read_summary(run["path"])
+        assert run["final_dev_ppl"] == pytest.approx(summary["final_dev_ppl"])
+        assert run["params"] == summary["params"] and run["run_id"] == attrs["run_id"]
+    train = sweep.series("train")
+    evaluation = sweep.series("eval")
+    with h5py.File(runs.iloc[0]["path"], "r") as f:
+        steps = list(f["train"]["step"][...])
+        ppl = list(f["eval"]["ppl"][...])
+    first = runs.iloc[0]["run_id"]
+    assert list(train.loc[train["run_id"] == first, "step"]) == steps
+    assert list(evaluation.loc[evaluation["run_id"] == first, "ppl"]) == pytest.approx(ppl)
+    assert {"row", "group", "seed", "tokens", "loss"} <= set(train.columns)
+    assert evaluation["tokens"].notna().all()
+
+
+def test_table_values_match_independent_means_stds_and_tests(sweep_dir):
+    table = build_table(load_sweep(sweep_dir))
+    records = {r["row"]: r for r in table.records}
+    rows = independent_rows(sweep_dir)
+    base_ppl = [s["final_dev_ppl"] for _, s, _ in rows["base"]]
+    for row, runs in rows.items():
+        record = records[row]
+        ppl = np.array([s["final_dev_ppl"] for _, s, _ in runs])
+        assert record["ppl_n"] == 2 and record["completed"] == 2
+        assert record["ppl_mean"] == pytest.approx(ppl.mean(), rel=1e-12)
+        assert record["ppl_std"] == pytest.approx(abs(ppl[0] - ppl[1]) / math.sqrt(2), rel=1e-9)
+        accuracy = np.array([s["final_dev_accuracy"] for _, s, _ in runs]) * 100
+        assert record["accuracy_pct_mean"] == pytest.approx(accuracy.mean(), abs=1e-12)
+        assert record["params"] == runs[0][1]["params"]
+        seconds = [s["train_seconds"] * a["world_size"] * a["threads"] / 3600 for _, s, a in runs]
+        assert record["core_hours_total"] == pytest.approx(sum(seconds), rel=1e-12)
+        assert record["flops_per_run"] == pytest.approx(
+            np.mean([s["train_flops"] for _, s, _ in runs]), rel=1e-12)
+        if row == "base":
+            assert math.isnan(record["ppl_delta"]) and record["ppl_test"] == ""
+            continue
+        assert record["ppl_delta"] == pytest.approx(ppl.mean() - np.mean(base_ppl), rel=1e-9)
+        assert record["ppl_test"] == "welch"
+        assert record["ppl_p"] == pytest.approx(
+            scipy_stats.ttest_ind(ppl, base_ppl, equal_var=False)[1], rel=1e-9)
+    # Only the settings that differ from base are shown, base shows its own.
+    assert table.settings == ["model.heads", "model.d_k", "model.d_v"]
+    assert (records["base"]["set:model.heads"], records["A-h-1"]["set:model.heads"]) == ("4", "1")
+    # Trend: tau over (base, A-h-1, A-h-2) of our PPL means vs the paper's 4.92, 5.29, 5.00.
+    ours = [records[k]["ppl_mean"] for k in ("base", "A-h-1", "A-h-2")]
+    tau = scipy_stats.kendalltau(ours, [4.92, 5.29, 5.00])[0]
+    assert f"dev PPL: tau = {tau:+.2f} over 3 rows" in "\n".join(table.trend)
+
+
+def markdown_table(text):
+    lines = [line for line in text.split("## Table", 1)[1].splitlines() if line.startswith("|")]
+    lines = lines[:lines.index(next(x for x in lines[2:] if x.startswith("| run |")))] \
+        if any(x.startswith("| run |") for x in lines) else lines
+    split = [[cell.strip() for cell in line.strip("|").split(" | ")] for line in lines]
+    return split[0], split[2:]
+
+
+NUMBER = re.compile(r"[-+]?\d[\d,]*\.?\d*(?:e[-+]?\d+)?")
+
+
+def test_markdown_latex_and_csv_agree(report):
+    csv = pd.read_csv(report / "table.csv")
+    header, rows = markdown_table((report / "report.md").read_text())
+    tex = (report / "table.tex").read_text()
+    body = tex.split("\\midrule", 1)[1].split("\\bottomrule")[0]
+    tex_rows = [line for line in body.splitlines() if line.endswith("\\\\")]
+    assert len(rows) == len(tex_rows) == len(csv) == 3
+    for md_row, tex_row in zip(rows, tex_rows):
+        # The same numbers in the same order (LaTeX escapes only the symbols around them).
+        tex_cells = [c.strip() for c in tex_row[:-2].split(" & ")]
+        assert len(tex_cells) == len(md_row)
+        assert NUMBER.findall(" ".join(md_row)) == NUMBER.findall(" ".join(tex_cells))
+    column = {name: header.index(name) for name in ("dev PPL", "params", "n", "paper dev PPL")}
+    delta = header.index("Δ")
+    for md_row, (_, record) in zip(rows, csv.iterrows()):
+        mean, std = md_row[column["dev PPL"]].split(" ± ")
+        assert float(mean) == round(record["ppl_mean"], 3)
+        assert float(std) == round(record["ppl_std"], 3)
+        assert int(md_row[column["params"]].replace(",", "")) == record["params"]
+        assert int(md_row[column["n"]]) == record["completed"]
+        assert float(md_row[column["paper dev PPL"]]) == record["paper_ppl"]
+        if record["base"]:
+            assert md_row[delta] == ""
+        else:
+            assert float(md_row[delta].split()[0]) == round(record["ppl_delta"], 3)
+    assert "\\toprule" in tex and "\\bottomrule" in tex and "$\\pm$" in tex
+    assert "Welch's t-test" in (report / "report.md").read_text()
+
+
+def test_figures_are_written_and_non_empty(report, sweep_dir):
+    names = ["learning_curves.png", "attention_entropy.png"] + [
+        f"attention_{row}_{stack}.png" for row in ("base", "A-h-1", "A-h-2")
+        for stack in ("encoder_self", "decoder_self", "decoder_cross")]
+    for name in names:
+        data = (report / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
+    text = (report / "report.md").read_text()
+    assert "![learning_curves](learning_curves.png)" in text
+    with h5py.File(next(sweep_dir.glob("*/run.h5")), "r") as f:
+        recorded = "grad_norm" in f["diagnostics"]
+    if recorded:
+        assert (report / "grad_norms.png").stat().st_size > 5000
+    else:
+        assert "skipped: per-layer gradient norms: not recorded" in text
+
+
+def copy_sweep(sweep_dir, tmp_path):
+    copy = tmp_path / "tiny"
+    shutil.copytree(sweep_dir, copy, ignore=shutil.ignore_patterns("report", "ckpt"))
+    return copy
+
+
+def run_ids(directory):
+    return [run.id for run in read_manifest(directory / "manifest.yaml").runs]
+
+
+def test_incomplete_sweep_names_missing_and_failed_runs(sweep_dir, tmp_path, capsys):
+    copy = copy_sweep(sweep_dir, tmp_path)
+    ids = run_ids(copy)
+    shutil.rmtree(copy / ids[2])  # A-h-1.seed1 never ran
+    with h5py.File(copy / ids[5] / "run.h5", "r+") as f:
+        f.attrs["status"] = "failed"  # A-h-2.seed2 crashed
+    assert report_main([str(copy), "--no-figures"]) == 0
+    warning = capsys.readouterr().err
+    assert "2 of 6 runs are not completed" in warning
+    assert "A-h-1.seed1" in warning and "missing" in warning and "A-h-2.seed2" in warning
+    csv = pd.read_csv(copy / "report" / "table.csv").set_index("row")
+    assert csv.at["A-h-1", "completed"] == 1 and csv.at["A-h-1", "runs"] == 2
+    alone = read_summary(copy / ids[3] / "run.h5")[0]["final_dev_ppl"]
+    assert csv.at["A-h-1", "ppl_mean"] == pytest.approx(alone)
+    assert math.isnan(csv.at["A-h-1", "ppl_p"])  # one seed: no test
+    text = (copy / "report" / "report.md").read_text()
+    assert "**This sweep is incomplete.**" in text and "1 of 2 †" in text
+
+
+def test_bleu_rows_use_the_paired_bootstrap_over_hypotheses(sweep_dir, tmp_path):
+    copy = copy_sweep(sweep_dir, tmp_path)
+    references = [f"the {w} sat on the mat near {i} red houses" for i, w in
+                  enumerate(["cat", "dog", "cow", "hen", "fox", "owl", "eel", "ant"])]
+    manifest = read_manifest(copy / "manifest.yaml")
+    for run in manifest.runs:
+        # Base and A-h-2 drop the last three words; A-h-1 is perfect.
+        hypotheses = references if run.row == "A-h-1" else [
+            " ".join(r.split()[:-3]) for r in references]
+        (copy / run.id / "dev.hyp.txt").write_text("\n".join(hypotheses) + "\n")
+        (copy / run.id / "dev.ref.txt").write_text("\n".join(references) + "\n")
+        with h5py.File(copy / run.id / "run.h5", "r+") as f:
+            f["summary"].attrs["final_dev_bleu"] = bleu.corpus_bleu(hypotheses, references)
+    table = build_table(load_sweep(copy), bootstrap_samples=200)
+    records = {r["row"]: r for r in table.records}
+    assert records["A-h-1"]["bleu_test"] == "bootstrap"
+    assert records["A-h-1"]["bleu_p"] == 0.0 and records["A-h-1"]["bleu_delta"] > 0
+    assert records["A-h-2"]["bleu_p"] == 1.0 and records["A-h-2"]["bleu_delta"] == 0.0
+    assert any("paired bootstrap" in line for line in table.method)
+    assert "dev BLEU: tau" in "\n".join(table.trend)
+
+
+def test_empty_directory_is_bad_input(tmp_path, capsys):
+    assert report_main([str(tmp_path)]) == 2
+    assert "neither a manifest.yaml nor any <run>/run.h5" in capsys.readouterr().err
+    assert report_main([str(tmp_path / "absent")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+
+
+def test_truncated_file_is_bad_input_naming_it(sweep_dir, tmp_path, capsys):
+    copy = copy_sweep(sweep_dir, tmp_path)
+    victim = copy / run_ids(copy)[1] / "run.h5"
+    data = victim.read_bytes()
+    victim.write_bytes(data[:len(data) // 3])
+    assert report_main([str(copy), "--no-figures"]) == 2
+    error = capsys.readouterr().err
+    assert str(victim) in error and "truncated" in error
+
+
+def test_mixed_schema_versions_are_bad_input_naming_the_file(sweep_dir, tmp_path, capsys):
+    copy = copy_sweep(sweep_dir, tmp_path)
+    newer = copy / run_ids(copy)[4] / "run.h5"
+    with h5py.File(newer, "r+") as f:
+        f.attrs["schema_version"] = np.int64(2)
+    assert report_main([str(copy), "--no-figures"]) == 2
+    error = capsys.readouterr().err
+    assert str(newer) in error and "unknown schema_version 2" in error
+
+
+def test_attnlab_report_runs_the_analysis(attnlab, sweep_dir, tmp_path):
+    out = tmp_path / "out"
+    result = run_attnlab(attnlab, "report", sweep_dir, "--out", out, "--no-figures",
+                         "--format", "csv")
+    assert "report written to" in result.stdout
+    assert len(pd.read_csv(out / "table.csv")) == 3 and not (out / "report.md").exists()
+    bad = run_attnlab(attnlab, "report", tmp_path / "absent", check=False)
+    assert bad.returncode == 2 and "no such directory" in bad.stderr

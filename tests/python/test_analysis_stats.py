@@ -1,0 +1,152 @@
+"""analysis statistics and readers against hand-computed values and independent references:
+Welch's t-test, mean/std, Kendall tau, the paired bootstrap on a case with a known answer,
+BLEU statistics, the flow-YAML reader and the manifest parser."""
+
+import math
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT))
+
+from analysis import bleu, stats  # noqa: E402
+from analysis.errors import AnalysisError  # noqa: E402
+from analysis.flowyaml import FlowError, parse_flow  # noqa: E402
+from analysis.manifest import parse_manifest  # noqa: E402
+
+
+def test_welch_matches_hand_computed_values_and_scipy():
+    a, b = [1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]
+    t, df, p = stats.welch_t_test(a, b)
+    # va/na = 1/3, vb/nb = (5/3)/4 = 5/12; t = -3.5 / sqrt(3/4); df = (3/4)^2 / ((1/3)^2/2 +
+    # (5/12)^2/3) = 0.5625 / (1/18 + 25/432).
+    assert t == pytest.approx(-3.5 / math.sqrt(0.75), rel=1e-12)
+    assert df == pytest.approx(0.5625 / (1 / 18 + 25 / 432), rel=1e-12)
+    reference = scipy_stats.ttest_ind(a, b, equal_var=False)
+    assert t == pytest.approx(reference[0], rel=1e-12)
+    assert p == pytest.approx(reference[1], rel=1e-9)
+    x, y = [10.2, 10.9, 10.4, 11.8], [11.1, 12.4, 11.9]
+    assert stats.welch_t_test(x, y)[2] == pytest.approx(
+        scipy_stats.ttest_ind(x, y, equal_var=False)[1], rel=1e-9)
+
+
+def test_welch_is_undefined_without_two_values_or_any_variance():
+    assert all(math.isnan(v) for v in stats.welch_t_test([1.0], [2.0, 3.0]))
+    assert all(math.isnan(v) for v in stats.welch_t_test([1.0, 1.0], [2.0, 2.0]))
+
+
+def test_summarize_uses_the_sample_standard_deviation():
+    summary = stats.summarize([1.0, 2.0, 4.0, float("nan"), None])
+    assert summary.n == 3
+    assert summary.mean == pytest.approx(7 / 3)
+    assert summary.std == pytest.approx(math.sqrt(7 / 3))  # sum of squares 42/9 over n-1 = 2
+    single = stats.summarize([5.0])
+    assert single.mean == 5.0 and math.isnan(single.std) and single.n == 1
+
+
+def test_kendall_tau_counts_concordant_pairs():
+    # Pairs (1,2) and (1,3) agree, (2,3) disagree: (2 - 1) / 3.
+    assert stats.kendall_tau([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
+    assert stats.kendall_tau([4.9, 5.0, 5.3], [10.0, 9.0, 8.0]) == pytest.approx(-1.0)
+    assert math.isnan(stats.kendall_tau([1.0], [2.0]))
+
+
+def mean_metric(total):
+    return total[0] / total[1]
+
+
+def as_stats(values):
+    return np.array([[v, 1.0] for v in values])
+
+
+def test_paired_bootstrap_on_a_case_with_a_known_answer():
+    # Two sentences with differences B - A of +1 and -3. Resampling two sentences with
+    # replacement gives mean deltas +1 (prob 1/4), -1 (1/2), -3 (1/4): P(delta >= 0) = 1/4,
+    # so the two-sided p = 2 * min(3/4, 1/4) = 1/2, and the observed delta is -1.
+    delta, p = stats.paired_bootstrap([as_stats([0.0, 0.0])], [as_stats([1.0, -3.0])],
+                                      mean_metric, samples=20000, seed=7)
+    assert delta == pytest.approx(-1.0)
+    assert p == pytest.approx(0.5, abs=0.03)
+
+
+def test_paired_bootstrap_extremes():
+    a = as_stats([0.1, 0.2, 0.3, 0.4])
+    better = as_stats([0.5, 0.6, 0.7, 0.8])
+    assert stats.paired_bootstrap([a], [better], mean_metric, samples=300)[1] == 0.0
+    assert stats.paired_bootstrap([a], [a], mean_metric, samples=300)[1] == 1.0
+    with pytest.raises(ValueError, match="different test sets"):
+        stats.paired_bootstrap([a], [as_stats([1.0])], mean_metric)
+
+
+def test_paired_bootstrap_averages_over_paired_seeds():
+    # Seed 1 of B gains 1 on every sentence, seed 2 loses 1: the seed-mean delta is 0 in every
+    # resample, which has both signs (>= 0 and <= 0), so p = 1.
+    a = [as_stats([1.0, 2.0, 3.0]), as_stats([1.0, 2.0, 3.0])]
+    b = [as_stats([2.0, 3.0, 4.0]), as_stats([0.0, 1.0, 2.0])]
+    delta, p = stats.paired_bootstrap(a, b, mean_metric, samples=200)
+    assert delta == pytest.approx(0.0) and p == 1.0
+
+
+def test_bleu_statistics_by_hand():
+    # hyp "the cat sat" vs ref "the cat sat down": unigrams 3/3, bigrams 2/2, trigrams 1/1, no
+    # 4-gram in the hypothesis, so BLEU is 0 (a missing order); lengths 3 and 4.
+    row = bleu.sentence_stats("the cat sat", "the cat sat down")
+    assert list(row) == [3, 4, 3, 2, 1, 0, 3, 2, 1, 0]
+    assert bleu.bleu_from_stats(row) == 0.0
+    # Identical 4-word segments: every precision 100%, no brevity penalty.
+    assert bleu.corpus_bleu(["a b c d"], ["a b c d"]) == pytest.approx(100.0)
+    # 13a splits punctuation off words, but not a decimal point between digits.
+    assert bleu.tokenize_13a("Hello, world! It costs 3.50.") == \
+        ["Hello", ",", "world", "!", "It", "costs", "3.50", "."]
+
+
+def test_flow_yaml_values():
+    assert parse_flow('{model.heads: 1, norm: pre, tags: [a, "b c"], on: true, x: 1.5e-3}') == \
+        {"model.heads": 1, "norm": "pre", "tags": ["a", "b c"], "on": True, "x": 1.5e-3}
+    assert parse_flow('"0123\\"4\\n"') == '0123"4\n'
+    assert parse_flow("[]") == [] and parse_flow("{}") == {}
+    with pytest.raises(FlowError, match="column"):
+        parse_flow("{a: 1")
+
+
+MANIFEST = """# attnlab sweep manifest
+sweep: heads
+source: "experiments/ablations/heads.yaml"
+sets: ["train.steps=20"]
+runs:
+  - id: "012345678901"
+    name: h-1.seed1
+    group: A
+    seed: 1
+    overrides: {model.heads: 1}
+    paper: {ppl: 5.29, bleu: 24.9}
+  - id: abcdefabcdef
+    name: h-1.seed2
+    group: A
+    seed: 2
+    overrides: {model.heads: 1}
+"""
+
+
+def test_manifest_parse():
+    manifest = parse_manifest(MANIFEST, "m.yaml")
+    assert manifest.sweep == "heads" and manifest.sets == ["train.steps=20"]
+    assert [r.id for r in manifest.runs] == ["012345678901", "abcdefabcdef"]
+    first = manifest.runs[0]
+    assert (first.row, first.group, first.seed) == ("h-1", "A", 1)
+    assert first.overrides == {"model.heads": 1} and first.paper == {"ppl": 5.29, "bleu": 24.9}
+    assert manifest.runs[1].paper == {}
+
+
+def test_manifest_errors_name_the_line():
+    broken = MANIFEST.replace("    seed: 2\n", "    seed: 2\n    colour: red\n")
+    with pytest.raises(AnalysisError, match=r"m.yaml:16: unknown run key .colour."):
+        parse_manifest(broken, "m.yaml")
+    with pytest.raises(AnalysisError, match=r"m.yaml:10: column"):
+        parse_manifest(MANIFEST.replace("{model.heads: 1}", "{model.heads: 1", 1), "m.yaml")
+    with pytest.raises(AnalysisError, match="listed twice"):
+        parse_manifest(MANIFEST.replace("abcdefabcdef", '"012345678901"'), "m.yaml")
