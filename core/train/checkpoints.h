@@ -1,0 +1,28 @@
+// Checkpoints of a Trainer: parameters and Adam moments by name, step, tokens, data position and
+// the resolved config, through core/io's atomic Checkpoint files (ckpt/step_<n>.h5).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/train/data_source.h"
+#include "core/train/trainer.h"
+
+namespace attnlab {
+
+struct CheckpointState {
+  int64_t step = 0;
+  int64_t tokens = 0;
+  DataPosition position;
+};
+
+// Writes <run_dir>/ckpt/step_<step>.h5 and keeps the newest `keep` (plus any marked kept).
+std::string save_checkpoint(const std::string& run_dir, Trainer& trainer, int64_t keep);
+// The newest checkpoint of run_dir that opens and holds every tensor; "" if none. A newest file
+// that is corrupt is skipped and reported in *warning.
+std::string newest_valid_checkpoint(const std::string& run_dir, std::string* warning);
+// Loads parameters and moments into the trainer's model and optimizer (names and shapes must
+// match the model's: a mismatch names the tensor) and returns the counters to restore.
+CheckpointState load_checkpoint(const std::string& path, Trainer& trainer);
+
+}  // namespace attnlab

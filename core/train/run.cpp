@@ -1,0 +1,257 @@
+// The run directory and its life cycle: fresh start, resume from the newest valid checkpoint, or
+// nothing to do; the HDF5 log written by rank 0 only.
+#include "core/train/run.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/config/config.h"
+#include "core/io/run_log.h"
+#include "core/model/param_count.h"
+#include "core/tensor/blas.h"
+#include "core/train/checkpoints.h"
+#include "core/train/progress.h"
+#include "core/train/trainer.h"
+
+namespace attnlab {
+namespace {
+
+namespace fs = std::filesystem;
+
+void request_stop(int) { Trainer::stop_requested().store(true); }
+
+std::unique_ptr<DataSource> make_source(const ExperimentConfig& config) {
+  CHECK(config.data.task == "copy" || config.data.task == "reverse" || config.data.task == "sort")
+      << "data.task '" << config.data.task
+      << "' is not available to `attnlab train` in this build (copy, reverse, sort)";
+  return make_synthetic_source(config);
+}
+
+io::Row train_row(const TrainRow& r) {
+  return {{"step", static_cast<double>(r.step)}, {"tokens", static_cast<double>(r.tokens)},
+          {"loss", r.loss},  {"nll", r.nll},
+          {"lr", r.lr},      {"grad_norm", r.grad_norm},
+          {"tokens_per_sec", r.tokens_per_sec}, {"wall_time", r.wall_time}};
+}
+
+io::Row eval_row(const EvalRow& r) {
+  io::Row row{{"step", static_cast<double>(r.step)}, {"loss", r.loss}, {"nll", r.nll},
+              {"ppl", r.ppl}};
+  if (r.accuracy >= 0) row.push_back({"accuracy", r.accuracy});
+  return row;
+}
+
+// A completed run is never overwritten: --force picks the first free "<dir>.<n>".
+std::string fresh_directory(const std::string& dir) {
+  for (int n = 1;; ++n) {
+    const std::string candidate = dir + "." + std::to_string(n);
+    if (!fs::exists(candidate)) return candidate;
+  }
+}
+
+// Attention maps of the first dev sentence (the probe) for every stack, layer and head.
+void write_attention_probe(Trainer& trainer, io::RunLog& log) {
+  const auto& batches = trainer.data().dev_batches();
+  if (batches.empty()) return;
+  const Batch& first = batches.front();
+  Batch probe;
+  probe.size = 1;
+  probe.src_length = first.src_length;
+  probe.tgt_length = first.tgt_length;
+  probe.src.assign(first.src.begin(), first.src.begin() + first.src_length);
+  probe.tgt_in.assign(first.tgt_in.begin(), first.tgt_in.begin() + first.tgt_length);
+  probe.tgt_out.assign(first.tgt_out.begin(), first.tgt_out.begin() + first.tgt_length);
+  Transformer<float>& model = trainer.model();
+  const int32_t pad = model.config().pad_id;
+  // Trim padding so the maps are (H, real tokens, real tokens).
+  while (probe.src_length > 1 && probe.src[static_cast<size_t>(probe.src_length - 1)] == pad) {
+    probe.src.pop_back();
+    --probe.src_length;
+  }
+  while (probe.tgt_length > 1 && probe.tgt_out[static_cast<size_t>(probe.tgt_length - 1)] == pad) {
+    probe.tgt_in.pop_back();
+    probe.tgt_out.pop_back();
+    --probe.tgt_length;
+  }
+  model.forward(probe, 0.0f, false, 0);
+  std::vector<std::string> source, target;
+  for (int32_t id : probe.src) source.push_back(std::to_string(id));
+  for (int32_t id : probe.tgt_in) target.push_back(std::to_string(id));
+  log.set_attention_probe("probe_0", source, target);
+  const ModelConfig& c = model.config();
+  const io::AttentionStack stacks[] = {io::AttentionStack::encoder_self,
+                                       io::AttentionStack::decoder_self,
+                                       io::AttentionStack::decoder_cross};
+  for (int stack = 0; stack < 3; ++stack) {
+    const int64_t layers = stack == 0 ? c.encoder_layers : c.decoder_layers;
+    for (int64_t layer = 0; layer < layers; ++layer) {
+      TensorView<const float> probs = model.attention_probs(stack, layer);
+      log.write_attention("probe_0", stacks[stack], static_cast<int>(layer),
+                          probs.reshape({probs.dim(1), probs.dim(2), probs.dim(3)}));
+    }
+  }
+}
+
+void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last, double seconds) {
+  const ModelConfig& c = trainer.model().config();
+  int64_t total = 0;
+  for (const ComponentCount& count : parameter_counts(c)) {
+    log.set_summary("params." + count.component, static_cast<double>(count.params));
+    total += count.params;
+  }
+  log.set_summary("params", static_cast<double>(total));
+  log.set_summary("steps", static_cast<double>(trainer.step()));
+  log.set_summary("train_tokens", static_cast<double>(trainer.tokens_seen()));
+  log.set_summary("train_seconds", seconds);
+  log.set_summary("final_dev_loss", last.loss);
+  log.set_summary("final_dev_nll", last.nll);
+  log.set_summary("final_dev_ppl", last.ppl);
+  if (last.accuracy >= 0) log.set_summary("final_dev_accuracy", last.accuracy);
+  // Counted FLOPs: 6 x matmul multiply-adds per target token at the dev set's mean lengths.
+  const auto& batches = trainer.data().dev_batches();
+  if (!batches.empty()) {
+    const double flops = training_flops_per_target_token(c, batches.front().src_length,
+                                                         batches.front().tgt_length);
+    log.set_summary("train_flops", flops * static_cast<double>(trainer.tokens_seen()));
+  }
+  log.set_summary("openblas_core", blas::core_name());
+}
+
+}  // namespace
+
+void install_stop_signals() {
+  struct sigaction action {};
+  action.sa_handler = request_stop;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGUSR1, &action, nullptr);
+}
+
+int run_training(const RunRequest& request, dist::Comm& comm) {
+  ExperimentConfig config = request.config;
+  config::validate(config);
+  const bool lead = comm.rank() == 0;
+  const int threads = static_cast<int>(config.cluster.threads_per_rank);
+  blas::set_threads(threads);
+  omp_set_num_threads(threads);
+
+  std::string dir = request.out_dir;
+  const std::string log_path = dir + "/run.h5";
+  // Every rank must take the same decision, so rank 0 decides and broadcasts it.
+  int64_t decision[2] = {0, 0};  // {0 fresh | 1 resume | 2 done, checkpoint step}
+  std::string checkpoint_path;
+  if (lead) {
+    if (fs::exists(log_path)) {
+      const io::RunContents existing = io::read_run(log_path);
+      if (existing.status == io::RunStatus::completed && !request.force) {
+        decision[0] = 2;
+      } else if (existing.status == io::RunStatus::completed) {
+        dir = fresh_directory(dir);
+      } else {
+        std::string warning;
+        checkpoint_path = newest_valid_checkpoint(dir, &warning);
+        if (!warning.empty()) std::fprintf(stderr, "attnlab: %s\n", warning.c_str());
+        decision[0] = checkpoint_path.empty() ? 0 : 1;
+        if (checkpoint_path.empty()) {
+          // Killed before its first checkpoint: keep the old log beside the new one.
+          const std::string kept = fresh_directory(log_path);
+          fs::rename(log_path, kept);
+          std::fprintf(stderr, "attnlab: %s has no checkpoint to resume from; starting again "
+                               "(the old log is kept as %s)\n", dir.c_str(), kept.c_str());
+        }
+      }
+    }
+  }
+  comm.broadcast(decision, 2, 0);
+  comm.broadcast_string(dir, 0);
+  comm.broadcast_string(checkpoint_path, 0);
+  if (decision[0] == 2) {
+    if (lead) std::printf("%s is already completed; nothing to do (--force starts it again)\n",
+                          dir.c_str());
+    return 0;
+  }
+  if (lead) {
+    fs::create_directories(dir + "/ckpt");
+    const std::string kernel_note = blas::kernel_warning();
+    if (!kernel_note.empty()) std::fprintf(stderr, "attnlab: warning: %s\n", kernel_note.c_str());
+  }
+
+  Trainer trainer(config, make_source(config), comm);
+  std::unique_ptr<io::RunLog> log;
+  if (!checkpoint_path.empty()) {
+    const CheckpointState state = load_checkpoint(checkpoint_path, trainer);
+    trainer.restore(state.step, state.tokens, state.position);
+    if (lead) {
+      log = std::make_unique<io::RunLog>(io::RunLog::resume(dir + "/run.h5", state.step));
+      std::fprintf(stderr, "attnlab: resuming %s from step %ld\n", dir.c_str(),
+                   static_cast<long>(state.step));
+    }
+  } else if (lead) {
+    io::RunInfo info;
+    info.run_id = request.run_id.empty() ? fs::path(dir).filename().string() : request.run_id;
+    info.sweep_id = request.sweep_id;
+    info.world_size = comm.size();
+    info.threads = threads;
+    info.seed = static_cast<int64_t>(config.seed);
+    info.config_yaml = config::dump_yaml(config, false);
+    info.command_line = request.command_line;
+    log = std::make_unique<io::RunLog>(
+        io::RunLog::create(dir + "/run.h5", info, config::flatten(config)));
+  }
+
+  const bool interactive = isatty(fileno(stderr)) != 0;
+  Progress progress(stderr, interactive, config.train.steps, trainer.step());
+  EvalRow last_eval;
+  TrainerCallbacks callbacks;
+  callbacks.on_step = [&](const TrainRow& row) {
+    if (!lead) return;
+    if (config.log.every > 0 && (row.step % config.log.every == 0 || row.step == config.train.steps)) {
+      log->append_train(train_row(row));
+    }
+    if (!request.quiet) progress.on_step(row);
+  };
+  callbacks.on_eval = [&](const EvalRow& row) {
+    last_eval = row;
+    if (!lead) return;
+    log->append_eval(eval_row(row));
+    if (!request.quiet) progress.on_eval(row);
+  };
+  callbacks.on_checkpoint = [&](int64_t step) {
+    if (lead) save_checkpoint(dir, trainer, config.train.keep_checkpoints);
+    (void)step;
+  };
+  install_stop_signals();
+  const auto start = std::chrono::steady_clock::now();
+  TrainOutcome outcome;
+  try {
+    outcome = trainer.run(callbacks);
+  } catch (...) {
+    if (log) log->set_status(io::RunStatus::failed);
+    throw;
+  }
+  progress.finish();
+  if (outcome == TrainOutcome::kPreempted) {
+    if (lead) {
+      log->set_status(io::RunStatus::preempted);
+      std::fprintf(stderr, "attnlab: stopped at step %ld after a checkpoint; rerun to resume\n",
+                   static_cast<long>(trainer.step()));
+    }
+    return kExitPreempted;
+  }
+  if (lead) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    write_summary(trainer, *log, last_eval, seconds);
+    write_attention_probe(trainer, *log);
+    log->set_status(io::RunStatus::completed);
+    std::printf("run %s completed: dev ppl %.4f", dir.c_str(), last_eval.ppl);
+    if (last_eval.accuracy >= 0) std::printf(", exact-match accuracy %.2f%%", 100.0 * last_eval.accuracy);
+    std::printf("\nlog: %s/run.h5\n", dir.c_str());
+  }
+  return 0;
+}
+
+}  // namespace attnlab

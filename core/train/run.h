@@ -1,0 +1,32 @@
+// A training run as the CLI starts it: the run directory (run.h5, checkpoints), resume, signals,
+// progress, the HDF5 log, and the final summary and attention maps.
+#pragma once
+
+#include <string>
+
+#include "core/config/experiment.h"
+#include "core/dist/comm.h"
+
+namespace attnlab {
+
+// Exit codes of `attnlab train` besides 0 (completed) and the CLI's 1 and 2.
+inline constexpr int kExitPreempted = 3;  // stopped by SIGTERM/SIGUSR1 after a checkpoint: rerun resumes
+
+struct RunRequest {
+  ExperimentConfig config;
+  std::string out_dir;        // the run directory
+  std::string command_line;   // argv joined, for the log
+  std::string run_id;         // stable id (sweeps); empty = derived from the directory name
+  std::string sweep_id;
+  bool force = false;         // a completed run starts again in a new directory (<out>.1, ...)
+  bool quiet = false;         // no progress output
+};
+
+// Trains (or resumes, or skips a completed run) and returns the process exit code:
+// 0 completed or already completed, kExitPreempted when stopped by a signal.
+int run_training(const RunRequest& request, dist::Comm& comm);
+
+// Installs SIGTERM/SIGUSR1 handlers that ask the trainer to stop after the current step.
+void install_stop_signals();
+
+}  // namespace attnlab

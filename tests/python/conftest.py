@@ -1,0 +1,33 @@
+"""Shared fixtures: where the built attnlab binary is, and how to run it."""
+
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("ATTNLAB_BUILD_DIR", ROOT / "build"))
+
+
+@pytest.fixture(scope="session")
+def attnlab():
+    """Path of the attnlab binary; the suite fails (not skips) when it has not been built."""
+    binary = BUILD / "attnlab"
+    assert binary.is_file(), f"{binary} is missing: build first (make build)"
+    return binary
+
+
+def run_attnlab(binary, *args, env=None, timeout=600, check=True):
+    """Runs attnlab with one thread per rank and returns the CompletedProcess."""
+    full_env = dict(os.environ)
+    full_env.setdefault("OMP_NUM_THREADS", "1")
+    full_env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if env:
+        full_env.update(env)
+    result = subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True,
+                            env=full_env, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"attnlab {' '.join(map(str, args))} exited {result.returncode}:\n"
+                             f"{result.stdout}\n{result.stderr}")
+    return result
