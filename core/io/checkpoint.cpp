@@ -161,7 +161,10 @@ void Checkpoint::load(const std::string& group_name, const Tensors& tensors) con
   for (const auto& [name, view] : tensors) {
     expected.insert(name);
     if (!group.has_dataset(name)) {
-      complain("tensor '" + name + "' that the model expects is missing from /" + group_name);
+      complain(std::string("tensor '")
+                   .append(name)
+                   .append("' that the model expects is missing from /")
+                   .append(group_name));
       continue;
     }
     h5::Dataset dataset = group.dataset(name);
@@ -173,7 +176,11 @@ void Checkpoint::load(const std::string& group_name, const Tensors& tensors) con
   }
   for (const std::string& name : stored) {
     if (expected.count(name) == 0) {
-      complain("/" + group_name + " holds tensor '" + name + "' that the model does not have");
+      complain(std::string("/")
+                   .append(group_name)
+                   .append(" holds tensor '")
+                   .append(name)
+                   .append("' that the model does not have"));
     }
   }
   if (!problems.empty()) {

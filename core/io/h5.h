@@ -184,7 +184,7 @@ class File {
  private:
   File(Handle handle, std::string path);
   static File create_with(const std::string& path, bool overwrite, bool locking);
-  static File open_with(const std::string& path, Access access, bool locking);
+  static File open_with(const std::string& path, Access mode, bool locking);
   Handle handle_;
   std::string path_;
   Group root_;

@@ -239,6 +239,7 @@ Dataset Group::create_extendable(const std::string& name, const std::vector<int6
   return Dataset(std::move(dataset), file_path_, child_path(name));
 }
 
+// NOLINTBEGIN(bugprone-macro-parentheses): T is a type name, which parentheses would break.
 #define ATTNLAB_H5_INSTANTIATE(T)                                                               \
   template std::vector<T> Dataset::read<T>() const;                                             \
   template void Dataset::read_into<T>(T*, int64_t) const;                                       \
@@ -255,5 +256,6 @@ ATTNLAB_H5_INSTANTIATE(int32_t)
 ATTNLAB_H5_INSTANTIATE(int64_t)
 
 #undef ATTNLAB_H5_INSTANTIATE
+// NOLINTEND(bugprone-macro-parentheses)
 
 }  // namespace attnlab::h5

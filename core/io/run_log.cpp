@@ -222,6 +222,7 @@ void append_row(Series& series, const Row& row) {
       << series.where() << ": row has columns " << join_names(columns) << ", the series has "
       << join_names(series.columns());
   std::vector<const double*> pointers;
+  pointers.reserve(values.size());
   for (const double& value : values) pointers.push_back(&value);
   series.append(pointers);
 }
