@@ -1,40 +1,35 @@
-// `attnlab sweep FILE --dry-run`: expands a sweep into runs (stable ids, readable names), prints
-// them and writes runs/<sweep>/manifest.yaml.
+// `attnlab sweep FILE`: expands a sweep into runs (stable ids, readable names), writes
+// runs/<sweep>/manifest.yaml and each run's resolved config, and launches the runs that are not
+// complete: locally (mpirun or the binary, as many at once as the cores fit) or as one Slurm job
+// array. --dry-run prints the runs and the plan and launches nothing.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 
 #include "core/app/cli.h"
+#include "core/app/cmd_status.h"
+#include "core/cluster/environment.h"
+#include "core/cluster/local_launcher.h"
+#include "core/cluster/plan.h"
+#include "core/cluster/profile.h"
+#include "core/cluster/records.h"
+#include "core/cluster/sbatch.h"
+#include "core/cluster/slurm.h"
 #include "core/config/config.h"
 #include "core/config/sweep.h"
 
 namespace attnlab::cli {
 namespace {
+namespace fs = std::filesystem;
 
-int run_sweep(const std::vector<std::string>& args) {
-  po::options_description options("sweep options");
-  options.add_options()("file", po::value<std::string>(), "sweep YAML (an experiment + sweep:)")(
-      "set", po::value<std::vector<std::string>>()->composing(),
-      "override one key in every run (wins over rows and grid; repeatable)")(
-      "dry-run", "expand, print the runs and write the manifest; launch nothing")(
-      "out", po::value<std::string>(),
-      "runs directory; the manifest goes to <out>/<sweep>/manifest.yaml (default: log.dir)");
-  po::positional_options_description positional;
-  positional.add("file", 1);
-  po::variables_map values;
-  if (!parse("sweep", "FILE --dry-run [--set KEY=VALUE ...] [--out DIR]", args, options, positional,
-             values)) {
-    return kExitOk;
-  }
-  if (!values.count("file")) throw UsageError("missing the sweep FILE");
-  if (!values.count("dry-run")) {
-    throw UsageError(
-        "launching is not part of this command yet; pass --dry-run to expand the sweep and "
-        "write its manifest");
-  }
-  const config::Sweep sweep =
-      config::expand(values["file"].as<std::string>(), strings(values, "set"));
-  const std::string runs_dir =
-      values.count("out") ? values["out"].as<std::string>() : sweep.runs.front().config.log.dir;
+// Exit code when runs were stopped after a checkpoint (as `attnlab train`): rerunning resumes.
+constexpr int kExitStopped = 3;
+
+void print_runs(const config::Sweep& sweep) {
   size_t width = 4;
   for (const config::SweepRun& run : sweep.runs) width = std::max(width, run.name.size());
   std::cout << "sweep " << sweep.name << ": " << sweep.runs.size() << " runs from " << sweep.source
@@ -51,12 +46,250 @@ int run_sweep(const std::vector<std::string>& args) {
     std::cout << std::setw(14) << run.id << std::setw(static_cast<int>(width) + 2) << run.name
               << std::setw(7) << run.group << (overrides.empty() ? "-" : overrides) << "\n";
   }
-  std::cout << "wrote " << config::write_manifest(sweep, runs_dir) << "\n";
+}
+
+// Writes `text` to `path` through a temporary file, so a reader never sees half of it.
+void write_file(const fs::path& path, const std::string& text) {
+  const fs::path partial = path.string() + ".partial";
+  {
+    std::ofstream out(partial);
+    out << text;
+    if (!out) throw Error("cannot write " + partial.string());
+  }
+  std::error_code error;
+  fs::rename(partial, path, error);
+  if (error) throw Error("cannot rename " + partial.string() + ": " + error.message());
+}
+
+// The newest Slurm state of every run the sweep directory has submitted ({} without Slurm).
+std::map<std::string, std::string> slurm_states(const std::string& sweep_dir) {
+  std::map<std::string, std::string> states;
+  const std::vector<cluster::Submission> submissions = cluster::read_submissions(sweep_dir);
+  if (submissions.empty() || !cluster::slurm_installed()) return states;
+  for (const cluster::Submission& submission : submissions) {
+    const auto tasks = cluster::array_task_states(submission.job_id);
+    for (size_t task = 0; task < submission.run_ids.size(); ++task) {
+      const auto found = tasks.find(static_cast<int64_t>(task));
+      states[submission.run_ids[task]] = found == tasks.end() ? "" : found->second;
+    }
+  }
+  return states;
+}
+
+// --profile, else the experiment's cluster.profile (relative to here or to the sweep file), else
+// the built-in defaults.
+cluster::SlurmProfile find_profile(const po::variables_map& values, const config::Sweep& sweep) {
+  std::string path = values.count("profile") ? values["profile"].as<std::string>()
+                                             : sweep.runs.front().config.cluster.profile;
+  if (path.empty()) return cluster::SlurmProfile{};
+  if (!values.count("profile") && !fs::exists(path)) {
+    const fs::path beside = fs::path(sweep.source).parent_path() / path;
+    if (fs::exists(beside)) path = beside.string();
+  }
+  return cluster::load_profile(path);
+}
+
+int launch_local(const config::Sweep& sweep, const std::vector<const config::SweepRun*>& runs,
+                 const fs::path& sweep_dir, const po::variables_map& values) {
+  const int64_t cores = cluster::available_cores();
+  const bool oversubscribe = values.count("oversubscribe") != 0;
+  const std::string binary = cluster::self_executable();
+  std::vector<cluster::LocalRun> local;
+  for (const config::SweepRun* run : runs) {
+    const auto& cluster_config = run->config.cluster;
+    if (cluster_config.ranks > cores && !oversubscribe) {
+      throw UsageError("run " + run->name +
+                       " asks for cluster.ranks=" + std::to_string(cluster_config.ranks) +
+                       " MPI ranks but this machine has " + std::to_string(cores) +
+                       " cores; lower it (--set cluster.ranks=" + std::to_string(cores) +
+                       ") or pass --oversubscribe");
+    }
+    const fs::path dir = sweep_dir / run->id;
+    cluster::LocalRun entry;
+    entry.id = run->id;
+    entry.name = run->name;
+    entry.dir = dir.string();
+    entry.command =
+        cluster::local_train_command(binary, (dir / "config.yaml").string(), dir.string(), run->id,
+                                     sweep.name, cluster_config.ranks, oversubscribe);
+    entry.env = cluster::run_environment(cluster_config.threads_per_rank);
+    entry.cores = cluster_config.ranks * cluster_config.threads_per_rank;
+    local.push_back(std::move(entry));
+  }
+  cluster::LocalOptions options;
+  options.cores = cores;
+  options.max_parallel = values["max-parallel"].as<int64_t>();
+  options.live = isatty(STDOUT_FILENO) != 0;
+  options.progress = read_run_progress;
+  std::cout << "running " << local.size() << " runs here on " << cores << " cores"
+            << (options.max_parallel > 0
+                    ? ", at most " + std::to_string(options.max_parallel) + " at once"
+                    : std::string())
+            << "; each run's output goes to " << sweep_dir.string() << "/<id>/train.log\n"
+            << std::flush;
+  const cluster::LocalResult result = cluster::run_local(local, options, std::cout);
+  if (!result.failed.empty()) {
+    std::cerr << "attnlab sweep: " << result.failed.size() << " run(s) failed:";
+    for (const std::string& failure : result.failed) std::cerr << "\n  " << failure;
+    std::cerr << "\n";
+    return kExitFailure;
+  }
+  if (!result.preempted.empty() || result.interrupted) {
+    std::cerr << "attnlab sweep: stopped; " << result.preempted.size()
+              << " run(s) checkpointed. Rerun the same command to resume.\n";
+    return kExitStopped;
+  }
   return kExitOk;
 }
 
+int launch_slurm(const config::Sweep& sweep, const std::vector<const config::SweepRun*>& runs,
+                 const fs::path& sweep_dir, const po::variables_map& values, bool dry_run) {
+  cluster::ArrayJob job;
+  job.sweep = sweep.name;
+  job.sweep_dir = sweep_dir.string();
+  job.binary = cluster::self_executable();
+  job.env_script = cluster::find_env_script();
+  job.profile = find_profile(values, sweep);
+  job.ranks = runs.front()->config.cluster.ranks;
+  job.threads_per_rank = runs.front()->config.cluster.threads_per_rank;
+  for (const config::SweepRun* run : runs) {
+    if (run->config.cluster.ranks != job.ranks ||
+        run->config.cluster.threads_per_rank != job.threads_per_rank) {
+      throw UsageError(
+          "one job array needs the same cluster.ranks and cluster.threads_per_rank "
+          "for every run, but " +
+          runs.front()->name + " has " + std::to_string(job.ranks) + " x " +
+          std::to_string(job.threads_per_rank) + " and " + run->name + " has " +
+          std::to_string(run->config.cluster.ranks) + " x " +
+          std::to_string(run->config.cluster.threads_per_rank));
+    }
+    job.run_ids.push_back(run->id);
+  }
+  const std::string script_text = cluster::render_array_script(job);
+  const std::vector<cluster::Submission> before = cluster::read_submissions(sweep_dir.string());
+  fs::create_directories(sweep_dir / "slurm");
+  const std::string script_name = "slurm/array-" + std::to_string(before.size() + 1) + ".sbatch";
+  write_file(sweep_dir / script_name, script_text);
+  std::cout << "wrote " << (sweep_dir / script_name).string() << " (" << runs.size()
+            << " array tasks"
+            << (job.profile.source.empty() ? "" : ", profile " + job.profile.source) << ")\n";
+  if (dry_run) return kExitOk;
+  if (!cluster::slurm_installed()) throw Error("Slurm is not installed here (no sbatch on PATH)");
+  cluster::Submission submission;
+  try {
+    submission.job_id = cluster::submit(script_name, sweep_dir.string());
+  } catch (const Error& error) {
+    throw Error(
+        std::string(error.what()) + " [each task asks for " +
+        std::to_string(job.profile.ranks > 0 ? job.profile.ranks : job.ranks) + " ranks x " +
+        std::to_string(job.profile.cpus_per_task > 0 ? job.profile.cpus_per_task
+                                                     : job.threads_per_rank) +
+        " cores" + (job.profile.mem.empty() ? "" : ", mem " + job.profile.mem) +
+        (job.profile.partition.empty() ? "" : ", partition " + job.profile.partition) + "]");
+  }
+  submission.script = script_name;
+  submission.submitted = cluster::utc_now();
+  submission.run_ids = job.run_ids;
+  cluster::append_submission(sweep_dir.string(), submission);
+  std::cout << "submitted job array " << submission.job_id << " (" << runs.size()
+            << " tasks); watch it with: attnlab status " << sweep_dir.string() << "\n";
+  return kExitOk;
+}
+
+int run_sweep(const std::vector<std::string>& args) {
+  po::options_description options("sweep options");
+  options.add_options()("file", po::value<std::string>(), "sweep YAML (an experiment + sweep:)")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override one key in every run (wins over rows and grid; repeatable)")(
+      "launcher", po::value<std::string>()->default_value("local"),
+      "local (this machine, mpirun when a run has several ranks) or slurm (one job array)")(
+      "profile", po::value<std::string>(),
+      "cluster profile YAML for slurm (default: the experiment's cluster.profile)")(
+      "dry-run",
+      "expand, print the runs and the plan, write the manifest (and the sbatch "
+      "script for slurm); launch nothing")("retry-failed",
+                                           "launch failed runs again (they are skipped otherwise)")(
+      "max-parallel", po::value<int64_t>()->default_value(0),
+      "local: at most N runs at once (0: as many as ranks x threads fit the cores)")(
+      "oversubscribe", "local: let mpirun start more ranks than there are cores")(
+      "out", po::value<std::string>(),
+      "runs directory; the sweep goes to <out>/<sweep>/ (default: log.dir)");
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  po::variables_map values;
+  if (!parse("sweep",
+             "FILE [--launcher local|slurm] [--profile FILE] [--dry-run] [--retry-failed] "
+             "[--max-parallel N] [--set KEY=VALUE ...] [--out DIR]",
+             args, options, positional, values)) {
+    return kExitOk;
+  }
+  if (!values.count("file")) throw UsageError("missing the sweep FILE");
+  const std::string launcher = values["launcher"].as<std::string>();
+  if (launcher != "local" && launcher != "slurm") {
+    throw UsageError("--launcher must be local or slurm, got '" + launcher + "'");
+  }
+  if (values["max-parallel"].as<int64_t>() < 0) throw UsageError("--max-parallel must be >= 0");
+  const bool dry_run = values.count("dry-run") != 0;
+  const config::Sweep sweep =
+      config::expand(values["file"].as<std::string>(), strings(values, "set"));
+  const std::string runs_dir =
+      values.count("out") ? values["out"].as<std::string>() : sweep.runs.front().config.log.dir;
+  print_runs(sweep);
+  std::cout << "wrote " << config::write_manifest(sweep, runs_dir) << "\n";
+
+  const fs::path sweep_dir = fs::absolute(fs::path(runs_dir) / sweep.name).lexically_normal();
+  for (const config::SweepRun& run : sweep.runs) {
+    fs::create_directories(sweep_dir / run.id);
+    write_file(sweep_dir / run.id / "config.yaml", config::dump_yaml(run.config));
+  }
+
+  const std::map<std::string, std::string> in_slurm = slurm_states(sweep_dir.string());
+  const bool retry_failed = values.count("retry-failed") != 0;
+  std::vector<const config::SweepRun*> to_launch;
+  std::map<cluster::Decision, std::vector<std::string>> skipped;
+  for (const config::SweepRun& run : sweep.runs) {
+    const auto found = in_slurm.find(run.id);
+    const cluster::Decision decision =
+        cluster::decide(read_run_progress((sweep_dir / run.id).string()),
+                        found == in_slurm.end() ? "" : found->second, retry_failed);
+    if (decision == cluster::Decision::kLaunch) {
+      to_launch.push_back(&run);
+    } else {
+      skipped[decision].push_back(run.name);
+    }
+  }
+  for (const auto& [decision, names] : skipped) {
+    std::cout << "skipping " << names.size() << " run(s), " << cluster::to_string(decision) << ":";
+    for (const std::string& name : names) std::cout << " " << name;
+    std::cout << "\n";
+  }
+  if (to_launch.empty()) {
+    std::cout << "nothing to launch\n";
+    const auto failed = skipped.find(cluster::Decision::kSkipFailed);
+    return failed == skipped.end() ? kExitOk : kExitFailure;
+  }
+  std::cout << (dry_run ? "would launch " : "launching ") << to_launch.size() << " run(s) with the "
+            << launcher << " launcher\n";
+  if (launcher == "slurm") return launch_slurm(sweep, to_launch, sweep_dir, values, dry_run);
+  if (dry_run) {
+    for (const config::SweepRun* run : to_launch) {
+      const fs::path dir = sweep_dir / run->id;
+      std::string line;
+      for (const std::string& word : cluster::local_train_command(
+               cluster::self_executable(), (dir / "config.yaml").string(), dir.string(), run->id,
+               sweep.name, run->config.cluster.ranks, values.count("oversubscribe") != 0)) {
+        line += (line.empty() ? "" : " ") + word;
+      }
+      std::cout << "  " << line << "\n";
+    }
+    return kExitOk;
+  }
+  return launch_local(sweep, to_launch, sweep_dir, values);
+}
+
 const CommandRegistration kRegister{
-    "sweep", "expand a sweep (rows x grid x seeds) into runs and write its manifest", &run_sweep};
+    "sweep", "expand a sweep (rows x grid x seeds) and launch its runs locally or on Slurm",
+    &run_sweep};
 
 }  // namespace
 }  // namespace attnlab::cli

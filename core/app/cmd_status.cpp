@@ -1,0 +1,121 @@
+// `attnlab status runs/<sweep>`: one line per run (Slurm state when the sweep was submitted there,
+// the run's own status, step/total, last dev perplexity and accuracy) and a summary.
+#include "core/app/cmd_status.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "core/app/cli.h"
+#include "core/cluster/records.h"
+#include "core/cluster/slurm.h"
+#include "core/io/run_log.h"
+
+namespace attnlab::cli {
+namespace fs = std::filesystem;
+
+cluster::RunProgress read_run_progress(const std::string& run_dir) {
+  cluster::RunProgress progress;
+  const fs::path path = fs::path(run_dir) / "run.h5";
+  std::error_code error;
+  if (!fs::exists(path, error)) return progress;
+  try {
+    const io::RunContents run = io::read_run(path.string());
+    progress.exists = true;
+    progress.status = io::to_string(run.status);
+    for (const auto& [key, value] : run.config) {
+      if (key == "train.steps") progress.total = std::stoll(value);
+    }
+    if (run.train.rows > 0) progress.step = static_cast<int64_t>(run.train.column("step").back());
+    if (run.eval.rows > 0) {
+      for (size_t c = 0; c < run.eval.columns.size(); ++c) {
+        if (run.eval.columns[c] == "ppl") progress.dev_ppl = run.eval.values[c].back();
+        if (run.eval.columns[c] == "accuracy") progress.dev_accuracy = run.eval.values[c].back();
+      }
+    }
+  } catch (const std::exception&) {
+    progress = cluster::RunProgress{};  // being created right now: no complete file yet
+  }
+  return progress;
+}
+
+namespace {
+
+std::string lower(std::string text) {
+  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return text;
+}
+
+int run_status(const std::vector<std::string>& args) {
+  po::options_description options("status options");
+  options.add_options()("dir", po::value<std::string>(), "the sweep directory (runs/<sweep>)");
+  po::positional_options_description positional;
+  positional.add("dir", 1);
+  po::variables_map values;
+  if (!parse("status", "runs/<sweep>", args, options, positional, values)) return kExitOk;
+  if (!values.count("dir")) throw UsageError("missing the sweep directory, e.g. runs/<sweep>");
+  const std::string dir = values["dir"].as<std::string>();
+
+  const std::vector<cluster::ManifestRun> runs = cluster::read_manifest_runs(dir);
+  // The newest submission of each run and its array task's state.
+  std::map<std::string, std::string> job_of_run;
+  std::map<std::string, std::string> slurm_state;
+  const std::vector<cluster::Submission> submissions = cluster::read_submissions(dir);
+  const bool slurm = !submissions.empty() && cluster::slurm_installed();
+  for (const cluster::Submission& submission : submissions) {
+    const auto states =
+        slurm ? cluster::array_task_states(submission.job_id) : std::map<int64_t, std::string>{};
+    for (size_t task = 0; task < submission.run_ids.size(); ++task) {
+      const std::string& id = submission.run_ids[task];
+      job_of_run[id] = submission.job_id + "_" + std::to_string(task);
+      const auto found = states.find(static_cast<int64_t>(task));
+      slurm_state[id] = found == states.end() ? "" : found->second;
+    }
+  }
+
+  size_t name_width = 4;
+  for (const cluster::ManifestRun& run : runs) name_width = std::max(name_width, run.name.size());
+  std::printf("%-13s %-*s %-11s %13s %9s %9s%s\n", "id", static_cast<int>(name_width), "name",
+              "state", "step", "dev ppl", "accuracy", slurm ? "  slurm task" : "");
+  std::map<std::string, int> counts;
+  for (const cluster::ManifestRun& run : runs) {
+    const cluster::RunProgress progress = read_run_progress((fs::path(dir) / run.id).string());
+    const std::string state_in_slurm = slurm_state.count(run.id) ? slurm_state[run.id] : "";
+    std::string state = progress.exists ? progress.status : "not started";
+    if (state != "completed" && (cluster::slurm_state_active(state_in_slurm) ||
+                                 cluster::slurm_state_failed(state_in_slurm))) {
+      state = lower(state_in_slurm);  // pending, running, requeued, timeout, ...
+    }
+    ++counts[state];
+    const std::string step =
+        progress.exists ? std::to_string(progress.step) + "/" + std::to_string(progress.total)
+                        : "-";
+    char ppl[32] = "-";
+    char accuracy[32] = "-";
+    if (progress.dev_ppl) std::snprintf(ppl, sizeof(ppl), "%.3f", *progress.dev_ppl);
+    if (progress.dev_accuracy) {
+      std::snprintf(accuracy, sizeof(accuracy), "%.1f%%", 100.0 * *progress.dev_accuracy);
+    }
+    std::string task = job_of_run.count(run.id) ? job_of_run[run.id] : "";
+    if (!task.empty() && !state_in_slurm.empty()) task += " " + state_in_slurm;
+    if (!task.empty()) task = "  " + task;
+    std::printf("%-13s %-*s %-11s %13s %9s %9s%s\n", run.id.c_str(), static_cast<int>(name_width),
+                run.name.c_str(), state.c_str(), step.c_str(), ppl, accuracy, task.c_str());
+  }
+  std::string summary;
+  for (const auto& [state, count] : counts) {
+    summary += (summary.empty() ? "" : ", ") + std::to_string(count) + " " + state;
+  }
+  std::printf("%zu runs: %s\n", runs.size(), summary.c_str());
+  if (!submissions.empty() && !slurm) {
+    std::printf("(Slurm is not installed here: states come from the runs' own files)\n");
+  }
+  return kExitOk;
+}
+
+const CommandRegistration kRegister{"status", "the state of every run of a sweep directory",
+                                    &run_status};
+
+}  // namespace
+}  // namespace attnlab::cli

@@ -1,0 +1,89 @@
+// Run environment: thread counts, OpenBLAS kernel detection, core count, paths of this build.
+#include "core/cluster/environment.h"
+
+#include <sched.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace attnlab::cluster {
+namespace fs = std::filesystem;
+namespace {
+
+// The value after ':' of the first line starting with `key`, padded with spaces so that
+// " flag " finds whole words.
+std::string first_field(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    const size_t colon = line.find(':');
+    return colon == std::string::npos ? "" : " " + line.substr(colon + 1) + " ";
+  }
+  return "";
+}
+
+bool has_flag(const std::string& flags, const std::string& flag) {
+  std::string padded = flags;
+  for (char& ch : padded) {
+    if (ch == '\t') ch = ' ';
+  }
+  return padded.find(" " + flag + " ") != std::string::npos;
+}
+
+}  // namespace
+
+std::string openblas_coretype(const std::string& cpuinfo_path) {
+  const std::string flags = first_field(cpuinfo_path, "flags");
+  std::string vendor = first_field(cpuinfo_path, "vendor_id");
+  std::string vendor_word;
+  for (char ch : vendor) {
+    if (ch != ' ' && ch != '\t') vendor_word += ch;
+  }
+  // OpenBLAS's SkylakeX kernels use AVX-512 F, BW, DQ and VL.
+  if (has_flag(flags, "avx512f") && has_flag(flags, "avx512bw") && has_flag(flags, "avx512dq") &&
+      has_flag(flags, "avx512vl")) {
+    return "SkylakeX";
+  }
+  if (has_flag(flags, "avx2") && has_flag(flags, "fma")) {
+    // Zen runs the Haswell kernels with blocking sizes tuned for AMD caches.
+    return vendor_word == "AuthenticAMD" || vendor_word == "HygonGenuine" ? "Zen" : "Haswell";
+  }
+  return "";
+}
+
+Environment run_environment(int64_t threads_per_rank) {
+  const std::string threads = std::to_string(threads_per_rank);
+  Environment env = {{"OMP_NUM_THREADS", threads}, {"OPENBLAS_NUM_THREADS", threads}};
+  const char* set = std::getenv("OPENBLAS_CORETYPE");
+  if (set == nullptr || *set == '\0') {
+    const std::string kernel = openblas_coretype();
+    if (!kernel.empty()) env.emplace_back("OPENBLAS_CORETYPE", kernel);
+  }
+  return env;
+}
+
+int64_t available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+std::string self_executable() {
+  std::error_code error;
+  const fs::path path = fs::read_symlink("/proc/self/exe", error);
+  return error ? std::string() : path.string();
+}
+
+std::string find_env_script() {
+  const std::string exe = self_executable();
+  if (exe.empty()) return "";
+  // <root>/<build dir>/attnlab -> <root>/cluster/env.sh
+  const fs::path candidate = fs::path(exe).parent_path().parent_path() / "cluster" / "env.sh";
+  std::error_code error;
+  return fs::is_regular_file(candidate, error) ? candidate.string() : std::string();
+}
+
+}  // namespace attnlab::cluster

@@ -1,0 +1,31 @@
+// The process environment of a training run: threads per rank and the OpenBLAS kernel
+// (cluster/env.sh's choice, made the same way here so that the launcher needs no shell).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/cluster/process.h"
+
+namespace attnlab::cluster {
+
+// SkylakeX (AVX-512 F/BW/DQ/VL), Zen (AMD or Hygon with AVX2 and FMA), Haswell (others with AVX2
+// and FMA) or "" from the first `flags` and `vendor_id` lines of a /proc/cpuinfo-style file;
+// "" when the file cannot be read.
+std::string openblas_coretype(const std::string& cpuinfo_path = "/proc/cpuinfo");
+
+// OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = threads_per_rank, plus OPENBLAS_CORETYPE from
+// openblas_coretype() unless this process already has one (a value the user set wins).
+Environment run_environment(int64_t threads_per_rank);
+
+// Cores this process may run on (its CPU affinity mask).
+int64_t available_cores();
+
+// cluster/env.sh of the source tree the running binary was built in (<root>/build*/attnlab), or
+// "" when there is none next to it.
+std::string find_env_script();
+
+// The running executable's absolute path (/proc/self/exe).
+std::string self_executable();
+
+}  // namespace attnlab::cluster

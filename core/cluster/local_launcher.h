@@ -1,0 +1,57 @@
+// The local launcher: runs a sweep's runs as child processes on this machine, as many at once as
+// their cores fit, with a summary line (done / running / failed, ETA) that a terminal sees
+// rewritten in place and a log sees as plain lines. SIGINT/SIGTERM are passed to every run as
+// USR1 (the trainer checkpoints and stops; a rerun resumes).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/cluster/plan.h"
+#include "core/cluster/process.h"
+
+namespace attnlab::cluster {
+
+struct LocalRun {
+  std::string id;
+  std::string name;
+  std::string dir;                   // the run directory; output is appended to <dir>/train.log
+  std::vector<std::string> command;  // argv
+  Environment env;                   // added to this process's environment
+  int64_t cores = 1;                 // ranks x threads per rank
+};
+
+struct LocalOptions {
+  int64_t cores = 1;         // cores the sweep may use
+  int64_t max_parallel = 0;  // at most this many runs at once; 0 = as many as the cores fit
+  bool live = false;         // rewrite the summary line in place (stdout is a terminal)
+  // Reads a run directory's progress for the ETA; may be empty.
+  std::function<RunProgress(const std::string& dir)> progress;
+};
+
+struct LocalResult {
+  std::vector<std::string> completed;  // run names
+  std::vector<std::string> preempted;  // exit code 3: stopped after a checkpoint
+  std::vector<std::string> failed;     // "name (exit N, see DIR/train.log)"
+  bool interrupted = false;            // SIGINT/SIGTERM arrived
+};
+
+// Runs every run (in order, starting the next whenever its cores are free) and waits for all.
+LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& options,
+                      std::ostream& out);
+
+// argv that trains one run here: `attnlab train -c CONFIG --out DIR --run-id ID --sweep-id SWEEP`,
+// behind `mpirun -np RANKS --bind-to none` (+ --allow-run-as-root as root, + --oversubscribe when
+// asked) when ranks > 1.
+std::vector<std::string> local_train_command(const std::string& binary, const std::string& config,
+                                             const std::string& run_dir, const std::string& run_id,
+                                             const std::string& sweep_id, int64_t ranks,
+                                             bool oversubscribe);
+
+// "1h02m", "3m05s", "42s".
+std::string format_duration(double seconds);
+
+}  // namespace attnlab::cluster

@@ -1,0 +1,135 @@
+// The job array script: #SBATCH header, quoted data, environment, preemption trap, requeue.
+#include "core/cluster/sbatch.h"
+
+#include <sstream>
+
+#include "core/cluster/shell.h"
+#include "core/config/config.h"
+#include "core/util/check.h"
+
+namespace attnlab::cluster {
+
+std::string render_array_script(const ArrayJob& job) {
+  const SlurmProfile& profile = job.profile;
+  const std::string from = profile.source.empty() ? "profile: " : profile.source + ": ";
+  validate(profile, from);
+  check_value(ValueKind::kSlurmName, job.sweep, "sweep name");
+  CHECK(!job.run_ids.empty()) << "a job array needs at least one run";
+  for (const std::string& id : job.run_ids) check_value(ValueKind::kSlurmName, id, "run id");
+  if (job.ranks < 1 || job.threads_per_rank < 1) {
+    throw ConfigError("cluster.ranks and cluster.threads_per_rank must be >= 1, got " +
+                      std::to_string(job.ranks) + " and " + std::to_string(job.threads_per_rank));
+  }
+  const int64_t ranks = profile.ranks > 0 ? profile.ranks : job.ranks;
+  const int64_t cpus = profile.cpus_per_task > 0 ? profile.cpus_per_task : job.threads_per_rank;
+  const bool srun = profile.launcher == "srun";
+
+  std::ostringstream s;
+  s << "#!/bin/bash\n";
+  s << "# attnlab sweep job array: task i trains run_ids[i] below. Rendered by `attnlab sweep "
+       "--launcher slurm`;\n";
+  s << "# rerun that command instead of editing or resubmitting this file.\n";
+  s << "#SBATCH --job-name=attnlab-" << job.sweep << "\n";
+  s << "#SBATCH --array=0-" << job.run_ids.size() - 1;
+  if (profile.max_running > 0) s << "%" << profile.max_running;
+  s << "\n";
+  s << "#SBATCH --ntasks=" << ranks << "\n";
+  s << "#SBATCH --cpus-per-task=" << cpus << "\n";
+  s << "#SBATCH --time=" << profile.time << "\n";
+  if (!profile.mem.empty()) s << "#SBATCH --mem=" << profile.mem << "\n";
+  if (!profile.partition.empty()) s << "#SBATCH --partition=" << profile.partition << "\n";
+  if (!profile.account.empty()) s << "#SBATCH --account=" << profile.account << "\n";
+  if (!profile.qos.empty()) s << "#SBATCH --qos=" << profile.qos << "\n";
+  if (profile.overcommit) s << "#SBATCH --overcommit\n";
+  s << "#SBATCH --output=slurm/%A_%a.log\n";
+  s << "#SBATCH --open-mode=append\n";
+  s << "#SBATCH --requeue\n";
+  if (profile.signal_seconds > 0) s << "#SBATCH --signal=B:USR1@" << profile.signal_seconds << "\n";
+  for (const std::string& option : profile.sbatch) s << "#SBATCH " << option << "\n";
+  s << "set -o pipefail\n\n";
+
+  s << "attnlab=" << shell_quote(job.binary) << "\n";
+  s << "sweep_dir=" << shell_quote(job.sweep_dir) << "\n";
+  s << "sweep_id=" << shell_quote(job.sweep) << "\n";
+  s << "run_ids=(";
+  for (size_t i = 0; i < job.run_ids.size(); ++i) {
+    s << (i ? " " : "") << shell_quote(job.run_ids[i]);
+  }
+  s << ")\n";
+  s << "ranks=" << ranks << "\n";
+  s << "threads=" << cpus << "\n\n";
+
+  s << ": \"${SLURM_ARRAY_TASK_ID:?this script runs as a task of a Slurm job array (sbatch)}\"\n";
+  s << "run_id=${run_ids[$SLURM_ARRAY_TASK_ID]}\n";
+  s << "run_dir=$sweep_dir/$run_id\n\n";
+
+  s << "export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads\n";
+  for (const auto& [name, value] : profile.env) {
+    s << "export " << name << "=" << shell_quote(value) << "\n";
+  }
+  if (!job.env_script.empty()) {
+    s << "if [[ -z ${OPENBLAS_CORETYPE:-} ]]; then\n";
+    s << "  # shellcheck source=/dev/null\n";
+    s << "  source " << shell_quote(job.env_script) << "\n";
+    s << "fi\n";
+  }
+  if (!profile.setup.empty()) {
+    s << "# set-up lines of the cluster profile\n";
+    for (const std::string& line : profile.setup) s << line << "\n";
+  }
+  s << "\n";
+
+  s << "echo \"attnlab: array task ${SLURM_ARRAY_TASK_ID} trains run ${run_id} on $(hostname)"
+       " (restart ${SLURM_RESTART_COUNT:-0})\"\n\n";
+
+  s << "# Slurm's warning signal (USR1 before the time limit, or scancel --batch --signal=USR1)\n";
+  s << "# reaches this shell only: pass it to the launcher, which hands it to every rank. The\n";
+  s << "# trainer then checkpoints, marks the run preempted and exits 3.\n";
+  s << "launcher_pid=0\n";
+  s << "forward_usr1() {\n";
+  s << "  if ((launcher_pid > 0)); then kill -USR1 \"$launcher_pid\" 2>/dev/null || true; fi\n";
+  s << "}\n";
+  s << "trap forward_usr1 USR1\n\n";
+
+  if (srun) {
+    s << "srun --mpi=pmix --ntasks=\"$ranks\" --cpus-per-task=\"$threads\"";
+    if (profile.overcommit) s << " --overcommit";
+    s << " \\\n";
+  } else {
+    s << "if [[ $EUID -eq 0 ]]; then\n";
+    s << "  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n";
+    s << "fi\n";
+    s << "mpirun -np \"$ranks\" --bind-to none \\\n";
+  }
+  s << "  \"$attnlab\" train -c \"$run_dir/config.yaml\" --out \"$run_dir\" --run-id \"$run_id\" "
+       "\\\n";
+  s << "  --sweep-id \"$sweep_id\" >>\"$run_dir/train.log\" 2>&1 &\n";
+  s << "launcher_pid=$!\n";
+  s << "# wait returns early (status > 128) each time the trap runs: wait until the launcher is\n";
+  s << "# gone, then once more for its exit status.\n";
+  s << "wait \"$launcher_pid\"\n";
+  s << "while kill -0 \"$launcher_pid\" 2>/dev/null; do wait \"$launcher_pid\"; done\n";
+  s << "wait \"$launcher_pid\"\n";
+  s << "status=$?\n\n";
+
+  s << "case $status in\n";
+  s << "  0)\n";
+  s << "    echo \"attnlab: run ${run_id} completed\"\n";
+  s << "    ;;\n";
+  s << "  3)\n";
+  s << "    echo \"attnlab: run ${run_id} preempted after a checkpoint; requeueing its task\"\n";
+  s << "    if scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"; then exit 0; "
+       "fi\n";
+  s << "    echo \"attnlab: requeue refused; rerun attnlab sweep to resume run ${run_id}\" >&2\n";
+  s << "    exit 3\n";
+  s << "    ;;\n";
+  s << "  *)\n";
+  s << "    echo \"attnlab: run ${run_id} failed (exit ${status}); see ${run_dir}/train.log\" "
+       ">&2\n";
+  s << "    exit \"$status\"\n";
+  s << "    ;;\n";
+  s << "esac\n";
+  return s.str();
+}
+
+}  // namespace attnlab::cluster
