@@ -149,7 +149,8 @@ def attention_maps(sweep, out_dir, rows):
                             f"seed {sweep.data[run_id].attrs.get('seed')}")
             path = pathlib.Path(out_dir) / f"attention_{_safe(row_key)}_{stack}.png"
             written.append(_save(figure, path))
-    note = "" if written else "attention heat maps: no completed run stored a probe."
+    note = "" if written or not rows else ("attention heat maps: no completed run of the "
+                                           "chosen rows stored a probe.")
     return written, note
 
 
@@ -236,7 +237,7 @@ def gradient_norms(sweep, out_dir):
             axis.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
         axis.set_xlabel("layer (input side on the left)")
         axis.set_title(title)
-        axis.set_yscale("log")
+        _log_axis(axis)
         axis.grid(alpha=0.3)
     axes[0].set_ylabel("gradient L2 norm of the layer's parameters (log scale)")
     axes[1].legend(title="row (band = seed range)", loc="center left",
@@ -244,6 +245,40 @@ def gradient_norms(sweep, out_dir):
     figure.suptitle("Per-layer gradient norms")
     figure.tight_layout()
     return [_save(figure, pathlib.Path(out_dir) / "grad_norms.png")], ""
+
+
+def diagnostic_entropy(sweep, out_dir):
+    """/diagnostics/attention_entropy (attention layers, heads) at the last logged step: one
+    point per head, colour per row (first completed seed)."""
+    runs = _diagnostic_runs(sweep, "attention_entropy")
+    if not runs:
+        return [], ("attention entropy during training: not recorded (no /diagnostics/"
+                    "attention_entropy in these runs).")
+    first = {}
+    for row, run_id, diagnostic in runs:
+        first.setdefault(row, diagnostic)
+    colors = dict(zip(first, _colors(len(first))))
+    figure, axis = plt.subplots(figsize=(10, 4.8))
+    labels = []
+    for index, (row, diagnostic) in enumerate(first.items()):
+        last = diagnostic.values[-1].reshape(diagnostic.values.shape[1], -1)  # (layers, heads)
+        heads = last.shape[1]
+        for layer in range(last.shape[0]):
+            offsets = (np.arange(heads) - (heads - 1) / 2) * 0.6 / max(heads, 2)
+            axis.scatter(layer + offsets + 0.1 * (index - len(first) / 2) / len(first),
+                         last[layer], color=colors[row], s=16,
+                         label=f"{row} (step {diagnostic.steps[-1]})" if layer == 0 else None)
+        if len(diagnostic.labels) > len(labels):
+            labels = diagnostic.labels
+    if labels:
+        axis.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
+    axis.set_xlabel("attention layer (one point per head)")
+    axis.set_ylabel("attention entropy (nats, mean over query rows)")
+    axis.set_title("Per-head attention entropy at the last diagnostics step")
+    axis.grid(alpha=0.3)
+    axis.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), title="row")
+    figure.tight_layout()
+    return [_save(figure, pathlib.Path(out_dir) / "attention_entropy_training.png")], ""
 
 
 LOGIT_VARIANCE_METRICS = ("attention_logit_variance", "logit_variance")
@@ -274,10 +309,11 @@ def logit_variance(sweep, out_dir):
         axis.scatter(values[:, 0], values[:, 1], label=f"attention_scale = {scale}", s=30)
     all_d = np.array(sorted({d for values in points.values() for d, _ in values}))
     if len(all_d):
-        axis.plot(all_d, all_d, "k--", lw=1, label="theory, unscaled: Var = d_k")
-        axis.plot(all_d, np.ones_like(all_d), "k:", lw=1, label="theory, 1/sqrt(d_k): Var = 1")
+        axis.plot(all_d, all_d, "k--", lw=1, label="unit-variance q, k, unscaled: Var = d_k")
+        axis.plot(all_d, np.ones_like(all_d), "k:", lw=1, label="unit-variance q, k, 1/sqrt(d_k): Var = 1")
     axis.set_xscale("log", base=2)
-    axis.set_yscale("log")
+    axis.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    _log_axis(axis)
     axis.set_xlabel("d_k (per-head key width)")
     axis.set_ylabel("attention-logit variance (mean over layers and heads)")
     axis.set_title("Attention-logit variance vs. d_k (last logged step, one point per run)")
@@ -291,7 +327,7 @@ def all_figures(sweep, out_dir, attention_rows):
     """Every figure; returns (files, notes about skipped figures)."""
     files, notes = [], []
     for function in (learning_curves, lambda s, o: attention_maps(s, o, attention_rows),
-                     attention_entropy, gradient_norms, logit_variance):
+                     attention_entropy, diagnostic_entropy, gradient_norms, logit_variance):
         written, note = function(sweep, out_dir)
         files += written
         if note:

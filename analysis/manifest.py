@@ -62,9 +62,6 @@ def _finish_run(fields, path, number):
     missing = sorted({"id", "name", "seed"} - fields.keys())
     if missing:
         raise AnalysisError(f"{path}:{number}: run entry without {', '.join(missing)}")
-    unknown = sorted(fields.keys() - _RUN_KEYS)
-    if unknown:
-        raise AnalysisError(f"{path}:{number}: unknown run key(s) {', '.join(unknown)}")
     overrides = fields.get("overrides") or {}
     paper = fields.get("paper") or {}
     if not isinstance(overrides, dict) or not isinstance(paper, dict):
@@ -105,6 +102,9 @@ def parse_manifest(text, path="manifest.yaml"):
         elif current is None:
             raise AnalysisError(f"{path}:{number}: expected '- id: ...' to start a run entry")
         key, value = _split_entry(body, path, number)
+        if key not in _RUN_KEYS:
+            raise AnalysisError(f"{path}:{number}: unknown run key '{key}' (expected "
+                                f"{', '.join(sorted(_RUN_KEYS))})")
         current[key] = value
     if current is not None:
         runs.append(_finish_run(current, path, current_line))

@@ -153,15 +153,16 @@ def write_csv(table, path):
 
 
 RUN_COLUMNS = [("name", "run"), ("run_id", "id"), ("seed", "seed"), ("status", "status"),
-               ("params", "params"), ("final_dev_ppl", "dev PPL"),
-               ("final_dev_accuracy", "dev acc."), ("final_dev_bleu", "dev BLEU"),
+               ("params", "params"), ("dev_ppl", "dev PPL"),
+               ("dev_accuracy", "dev acc."), ("dev_bleu", "dev BLEU"), ("test_bleu", "test BLEU"),
                ("train_flops", "FLOPs"), ("train_seconds", "wall s"),
                ("world_size", "ranks"), ("threads", "threads/rank"), ("core_hours", "core-h")]
 
 
 def runs_frame(sweep):
     frame = sweep.runs
-    keep = [c for c, _ in RUN_COLUMNS if c in frame]
+    keep = [c for c, _ in RUN_COLUMNS
+            if c in frame and (c in ("name", "run_id", "seed", "status") or frame[c].notna().any())]
     return frame[keep].copy()
 
 
@@ -169,9 +170,9 @@ def runs_markdown(sweep):
     frame = runs_frame(sweep)
     names = dict(RUN_COLUMNS)
     formats = {"params": count, "train_flops": scientific, "core_hours": significant,
-               "train_seconds": lambda v: fixed(v, 1), "final_dev_ppl": lambda v: fixed(v, 3),
-               "final_dev_accuracy": lambda v: fixed(100 * v, 2) + "%" if _finite(v) else "",
-               "final_dev_bleu": lambda v: fixed(v, 2),
+               "train_seconds": lambda v: fixed(v, 1), "dev_ppl": lambda v: fixed(v, 3),
+               "dev_accuracy": lambda v: fixed(100 * v, 2) + "%" if _finite(v) else "",
+               "dev_bleu": lambda v: fixed(v, 2), "test_bleu": lambda v: fixed(v, 2),
                "world_size": lambda v: count(v), "threads": lambda v: count(v)}
     lines = ["| " + " | ".join(names[c] for c in frame.columns) + " |",
              "|" + "|".join("---" for _ in frame.columns) + "|"]

@@ -74,12 +74,37 @@ def _run_record(run_id, name, row, group, seed, path):
             "path": str(path), "status": "missing"}
 
 
+# Table metrics of a run: the first /summary attribute present, else the last /eval value.
+DERIVED = {"dev_ppl": (("final_dev_ppl",), "ppl"),
+           "dev_accuracy": (("final_dev_accuracy",), "accuracy"),
+           "dev_bleu": (("final_dev_bleu",), "bleu"),
+           "test_bleu": (("final_test_bleu", "test_bleu"), None)}
+
+
+def derived_metrics(data):
+    out = {}
+    for name, (keys, column) in DERIVED.items():
+        value = next((data.summary[k] for k in keys if k in data.summary), None)
+        if value is None and column and column in data.eval and len(data.eval):
+            value = float(data.eval[column].iloc[-1])
+        out[name] = np.nan if value is None else float(value)
+    flops = data.summary.get("train_flops")
+    if flops is None and "flops_per_token" in data.summary:
+        tokens = data.summary.get("train_tokens")
+        if tokens is None and "tokens" in data.train and len(data.train):
+            tokens = data.train["tokens"].iloc[-1]
+        flops = None if tokens is None else float(data.summary["flops_per_token"]) * float(tokens)
+    out["train_flops"] = np.nan if flops is None else float(flops)
+    return out
+
+
 def _merge_run(record, data):
     for key in RUN_ATTRS:
         if key in data.attrs:
             record[key] = data.attrs[key]
     record.update({k: v for k, v in data.config.items() if k not in ("seed", "name")})
     record.update(data.summary)
+    record.update(derived_metrics(data))
     world = float(data.attrs.get("world_size", 1) or 1)
     threads = float(data.attrs.get("threads", 1) or 1)
     seconds = data.summary.get("train_seconds")

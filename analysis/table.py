@@ -21,7 +21,7 @@ from analysis.flowyaml import to_text
 @dataclasses.dataclass
 class Metric:
     name: str        # CSV prefix: ppl, accuracy_pct, bleu, test_bleu
-    summary_key: str  # /summary attribute of a run
+    run_key: str     # column of Sweep.runs (see sweep.DERIVED)
     label: str       # table header
     scale: float     # raw value x scale = shown value
     decimals: int
@@ -31,10 +31,10 @@ class Metric:
 
 
 METRICS = [
-    Metric("ppl", "final_dev_ppl", "dev PPL", 1.0, 3, "ppl", "", True),
-    Metric("accuracy_pct", "final_dev_accuracy", "dev acc. (%)", 100.0, 2, "", "", False),
-    Metric("bleu", "final_dev_bleu", "dev BLEU", 1.0, 2, "bleu", "dev", False),
-    Metric("test_bleu", "final_test_bleu", "test BLEU", 1.0, 2, "", "test", False),
+    Metric("ppl", "dev_ppl", "dev PPL", 1.0, 3, "ppl", "", True),
+    Metric("accuracy_pct", "dev_accuracy", "dev acc. (%)", 100.0, 2, "", "", False),
+    Metric("bleu", "dev_bleu", "dev BLEU", 1.0, 2, "bleu", "dev", False),
+    Metric("test_bleu", "test_bleu", "test BLEU", 1.0, 2, "", "test", False),
 ]
 HYPOTHESES = "{split}.hyp.txt"   # one detokenized hypothesis per line, in <run_dir>/
 REFERENCES = "{split}.ref.txt"   # the matching references, in <run_dir>/
@@ -130,7 +130,7 @@ def _bootstrap(sweep, base_ids, row_ids, split, samples):
 def _present_metrics(sweep):
     present = []
     for metric in METRICS:
-        if metric.summary_key in sweep.runs and sweep.runs[metric.summary_key].notna().any():
+        if metric.run_key in sweep.runs and sweep.runs[metric.run_key].notna().any():
             present.append(metric)
     return present
 
@@ -156,8 +156,8 @@ def build_table(sweep, bootstrap_samples=1000):
         record["params"] = params[0] if params else math.nan
         record["paper_params_millions"] = row.paper.get("params", math.nan)
         for metric in metrics:
-            ours = _run_values(sweep, completed, metric.summary_key, metric.scale)
-            theirs = _run_values(sweep, base_ids, metric.summary_key, metric.scale)
+            ours = _run_values(sweep, completed, metric.run_key, metric.scale)
+            theirs = _run_values(sweep, base_ids, metric.run_key, metric.scale)
             summary = stats.summarize(ours)
             base_summary = stats.summarize(theirs)
             record[f"{metric.name}_mean"] = summary.mean
