@@ -19,7 +19,7 @@ from conftest import ROOT, run_attnlab
 
 sys.path.insert(0, str(ROOT))
 
-from analysis import bleu, load_sweep, build_table  # noqa: E402
+from analysis import bleu, build_table, figures, load_sweep  # noqa: E402
 from analysis.manifest import read_manifest  # noqa: E402
 from analysis.report import main as report_main  # noqa: E402
 
@@ -70,7 +70,7 @@ def sweep_dir(attnlab, tmp_path_factory):
 @pytest.fixture(scope="session")
 def report(sweep_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    assert report_main([str(sweep_dir), "--out", str(out), "--attention", "all"]) == 0
+    assert report_main([str(sweep_dir), "--out", str(out), "--attention", "base,A-h-1"]) == 0
     return out
 
 
@@ -192,8 +192,9 @@ def test_markdown_latex_and_csv_agree(report):
 
 def test_figures_are_written_and_non_empty(report, sweep_dir):
     names = ["learning_curves.png", "attention_entropy.png"] + [
-        f"attention_{row}_{stack}.png" for row in ("base", "A-h-1", "A-h-2")
+        f"attention_{row}_{stack}.png" for row in ("base", "A-h-1")
         for stack in ("encoder_self", "decoder_self", "decoder_cross")]
+    assert not (report / "attention_A-h-2_encoder_self.png").exists()  # not asked for
     for name in names:
         data = (report / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
@@ -293,3 +294,39 @@ def test_attnlab_report_runs_the_analysis(attnlab, sweep_dir, tmp_path):
     assert len(pd.read_csv(out / "table.csv")) == 3 and not (out / "report.md").exists()
     bad = run_attnlab(attnlab, "report", tmp_path / "absent", check=False)
     assert bad.returncode == 2 and "no such directory" in bad.stderr
+
+
+def add_diagnostic(path, metric, steps, values, labels):
+    """Writes /diagnostics/<metric> as core/io/run_log.h lays it out (step, value, labels)."""
+    with h5py.File(path, "r+") as f:
+        group = f["diagnostics"].create_group(metric)
+        group.create_dataset("step", data=np.asarray(steps, dtype=np.int64), maxshape=(None,))
+        values = np.asarray(values, dtype=np.float64)
+        group.create_dataset("value", data=values, maxshape=(None,) + values.shape[1:])
+        group.attrs["columns"] = ["step", "value"]
+        group.attrs["labels"] = labels
+
+
+def test_diagnostics_figures_when_the_runs_record_them(sweep_dir, tmp_path):
+    copy = copy_sweep(sweep_dir, tmp_path)
+    layers = ["encoder.layers.0", "decoder.layers.0"]
+    attention = ["encoder.layers.0.self_attn", "decoder.layers.0.self_attn",
+                 "decoder.layers.0.encoder_attn"]
+    for index, run in enumerate(read_manifest(copy / "manifest.yaml").runs):
+        path = copy / run.id / "run.h5"
+        with h5py.File(path, "r") as f:
+            heads = int(f["config"].attrs["model.heads"])
+        add_diagnostic(path, "grad_norm", [8, 16], [[1.0 + index, 2.0], [0.5, 0.7]], layers)
+        add_diagnostic(path, "attention_entropy", [16], np.full((1, 3, heads), 1.5), attention)
+        add_diagnostic(path, "attention_logit_variance", [16], np.full((1, 3, heads), 2.0),
+                       attention)
+    sweep = load_sweep(copy)
+    for draw, name in ((figures.gradient_norms, "grad_norms.png"),
+                       (figures.diagnostic_entropy, "attention_entropy_training.png"),
+                       (figures.logit_variance, "logit_variance.png")):
+        written, note = draw(sweep, tmp_path)
+        assert note == "" and written == [str(tmp_path / name)]
+        data = (tmp_path / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
+    diagnostic = sweep.data[run_ids(copy)[0]].diagnostics["grad_norm"]
+    assert list(diagnostic.steps) == [8, 16] and diagnostic.labels == layers
