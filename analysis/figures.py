@@ -310,7 +310,8 @@ def logit_variance(sweep, out_dir):
     all_d = np.array(sorted({d for values in points.values() for d, _ in values}))
     if len(all_d):
         axis.plot(all_d, all_d, "k--", lw=1, label="unit-variance q, k, unscaled: Var = d_k")
-        axis.plot(all_d, np.ones_like(all_d), "k:", lw=1, label="unit-variance q, k, 1/sqrt(d_k): Var = 1")
+        axis.plot(all_d, np.ones_like(all_d), "k:", lw=1,
+                  label="unit-variance q, k, 1/sqrt(d_k): Var = 1")
     axis.set_xscale("log", base=2)
     axis.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
     _log_axis(axis)

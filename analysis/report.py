@@ -10,10 +10,13 @@ import argparse
 import pathlib
 import sys
 
-from analysis import figures, render
-from analysis.errors import AnalysisError
-from analysis.sweep import load_sweep
-from analysis.table import build_table
+if __package__ in (None, ""):  # run as a file (python3 analysis/report.py): the checkout's root
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from analysis import figures, render  # noqa: E402
+from analysis.errors import AnalysisError  # noqa: E402
+from analysis.sweep import load_sweep  # noqa: E402
+from analysis.table import build_table  # noqa: E402
 
 FORMATS = ("md", "tex", "csv")
 
