@@ -4,6 +4,7 @@ report's tables, statistics and figures are checked against values read independ
 h5py and computed with numpy/scipy. Bad inputs (empty directory, truncated file, mixed schema
 versions, incomplete sweeps) are derived from copies of that sweep."""
 
+import json
 import math
 import re
 import shutil
@@ -322,3 +323,17 @@ def test_diagnostics_figures_when_the_runs_record_them(sweep_dir, tmp_path):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
     diagnostic = sweep.data[run_ids(copy)[0]].diagnostics["grad_norm"]
     assert list(diagnostic.steps) == [8, 16] and diagnostic.labels == layers
+
+
+def test_bleu_statistics_match_attnlab_bleu(attnlab, tmp_path):
+    references = ["The cat sat on the mat.", "It costs 3.50 dollars, not 4-5!",
+                  "A quick brown fox jumps over the lazy dog", "\"Quoted\" words & symbols"]
+    hypotheses = ["The cat sat on a mat .", "It costs 3.50 dollars, not 45",
+                  "a quick brown fox jumped over the dog", "\"Quoted\" words and symbols"]
+    (tmp_path / "ref.txt").write_text("\n".join(references) + "\n")
+    (tmp_path / "hyp.txt").write_text("\n".join(hypotheses) + "\n")
+    result = run_attnlab(attnlab, "bleu", tmp_path / "ref.txt", tmp_path / "hyp.txt", "--json")
+    expected = json.loads(result.stdout)
+    totals = bleu.corpus_stats(hypotheses, references).sum(axis=0)
+    assert (totals[0], totals[1]) == (expected["hyp_len"], expected["ref_len"])
+    assert bleu.bleu_from_stats(totals) == pytest.approx(expected["score"], abs=1e-4)
