@@ -26,6 +26,8 @@ std::string render_array_script(const ArrayJob& job) {
 
   std::ostringstream s;
   s << "#!/bin/bash\n";
+  s << "# Values below are single-quoted so that they never expand (SC2016 is the point).\n";
+  s << "# shellcheck disable=SC2016\n";
   s << "# attnlab sweep job array: task i trains run_ids[i] below. Rendered by `attnlab sweep "
        "--launcher slurm`;\n";
   s << "# rerun that command instead of editing or resubmitting this file.\n";

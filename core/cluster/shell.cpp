@@ -37,7 +37,7 @@ void check_value(ValueKind kind, const std::string& value, const std::string& wh
   static const std::regex slurm_name("[A-Za-z0-9_.,-]+");
   static const std::regex slurm_time("([0-9]+-)?[0-9]+(:[0-9]+){0,2}");
   static const std::regex slurm_memory("[0-9]+[KMGT]?");
-  static const std::regex sbatch_option("--[a-z][a-z0-9-]*(=[A-Za-z0-9_.,:=+@%/-]+)?");
+  static const std::regex sbatch_option(R"(--[a-z][a-z0-9-]*(=[A-Za-z0-9_.,:=+@%/\[\]-]+)?)");
   static const std::regex env_name("[A-Za-z_][A-Za-z0-9_]*");
   const char* expected = nullptr;
   bool ok = false;
@@ -58,7 +58,7 @@ void check_value(ValueKind kind, const std::string& value, const std::string& wh
       ok = std::regex_match(value, sbatch_option);
       expected =
           "one long sbatch option, --name or --name=value, the value made of letters, digits and "
-          "_ . , : = + @ % / -";
+          "_ . , : = + @ % / [ ] -";
       break;
     case ValueKind::kEnvName:
       ok = std::regex_match(value, env_name);
