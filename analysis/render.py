@@ -81,6 +81,7 @@ def columns(table):
             out.append((f"paper {metric.label}",
                         lambda r, n=name: fixed(r.get(f"paper_{n}"), 2)))
     out.append(("FLOPs/run", lambda r: scientific(r["flops_per_run"])))
+    out.append(("FLOPs (row)", lambda r: scientific(r["flops_total"])))
     out.append(("wall s/run", lambda r: fixed(r["wall_seconds_per_run"], 1)))
     out.append(("core-h (row)", lambda r: significant(r["core_hours_total"])))
     return out
@@ -107,7 +108,10 @@ def markdown(table):
         lines.append("† rows with runs that are not completed (listed below); their means use "
                      "the completed runs only.")
     lines.append("")
-    lines += notes(table)
+    for line in notes(table):  # one paragraph per note; bullets stay a list
+        lines.append(line)
+        if line and not line.startswith("- "):
+            lines.append("")
     return "\n".join(lines) + "\n"
 
 

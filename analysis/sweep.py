@@ -116,15 +116,15 @@ def _choose_base(rows, explicit):
     if explicit:
         for row in rows:
             if row.key == explicit:
-                return row.key, f"base row '{explicit}' (chosen with --base)"
+                return row.key, f"base row '{explicit}', chosen with --base"
         raise AnalysisError(f"--base {explicit}: no such row (rows: "
                             f"{', '.join(r.key for r in rows)})")
     for row in rows:
         if row.group.lower() == "base" or row.key.lower() == "base":
-            return row.key, f"base row '{row.key}' (declared by the sweep)"
+            return row.key, f"base row '{row.key}', declared by the sweep"
     for row in rows:
         if not row.overrides:
-            return row.key, f"base row '{row.key}' (the row that changes nothing)"
+            return row.key, f"base row '{row.key}', the row that changes nothing"
     return rows[0].key, (f"base row '{rows[0].key}': the sweep declares no base row, so the first "
                          "row is the reference")
 

@@ -227,7 +227,7 @@ def _trend(sweep, records, metrics):
 
 def _method_lines(sweep, metrics, tests_used, samples):
     lines = ["Values: mean ± sample std (ddof 1) over the completed seeds of each row; n = seeds; "
-             f"Δ = row mean − base mean ({sweep.base_note})."]
+             f"Δ = row mean − base mean; {sweep.base_note}."]
     for metric in metrics:
         used = tests_used.get(metric.label, set())
         if "bootstrap" in used:
