@@ -124,6 +124,21 @@ TensorView<const T> Transformer<T>::attention_probs(int stack, int64_t layer) co
 }
 
 template <typename T>
+const AttentionActivations<T>& Transformer<T>::attention_activations(int stack,
+                                                                     int64_t layer) const {
+  attention_probs(stack, layer);  // validates stack and layer
+  const auto& layers = stack == 0 ? enc_.layers : dec_.layers;
+  return layers[static_cast<size_t>(layer)][stack == 2 ? 1 : 0].attention;
+}
+
+template <typename T>
+const AttentionParams& Transformer<T>::attention_block_params(int stack, int64_t layer) const {
+  attention_probs(stack, layer);
+  const LayerParams& p = (stack == 0 ? encoder_ : decoder_)[static_cast<size_t>(layer)];
+  return stack == 2 ? p.cross_attn : p.self_attn;
+}
+
+template <typename T>
 void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length) {
   const ModelConfig& c = config_;
   const int64_t B = batch, S = src_length, T_ = tgt_length, D = c.d_model, H = c.heads;

@@ -110,6 +110,11 @@ class Transformer {
   // Attention probabilities of the last forward: stack 0 encoder self, 1 decoder self,
   // 2 decoder cross; (B,H,T,S).
   TensorView<const T> attention_probs(int stack, int64_t layer) const;
+  // Saved activations of attention block `layer` of `stack` (as for attention_probs) from the
+  // last forward: projected heads and probabilities, for diagnostics.
+  const AttentionActivations<T>& attention_activations(int stack, int64_t layer) const;
+  // The parameters of that block.
+  const AttentionParams& attention_block_params(int stack, int64_t layer) const;
   // The scale applied to logits of an attention block (fixed, or the learned parameter).
   T attention_scale(const AttentionParams& p) const;
   // The encoder output of the last forward, (B,S,D).

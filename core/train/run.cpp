@@ -14,6 +14,8 @@
 #include "core/model/param_count.h"
 #include "core/tensor/blas.h"
 #include "core/train/checkpoints.h"
+#include "core/train/diagnostics.h"
+#include "core/train/corpus_source.h"
 #include "core/train/progress.h"
 #include "core/train/trainer.h"
 
@@ -25,10 +27,27 @@ namespace fs = std::filesystem;
 void request_stop(int) { Trainer::stop_requested().store(true); }
 
 std::unique_ptr<DataSource> make_source(const ExperimentConfig& config) {
+  if (config.data.task == "corpus") return make_corpus_source(config);
   CHECK(config.data.task == "copy" || config.data.task == "reverse" || config.data.task == "sort")
       << "data.task '" << config.data.task
-      << "' is not available to `attnlab train` in this build (copy, reverse, sort)";
+      << "' is not available to `attnlab train` in this build (copy, reverse, sort, corpus)";
   return make_synthetic_source(config);
+}
+
+// Which tokenizer and how much of the corpus a run used, in /summary and on stderr.
+void describe_corpus(const DataSource& data, io::RunLog& log, bool quiet) {
+  const auto* corpus = dynamic_cast<const CorpusSource*>(&data);
+  if (corpus == nullptr) return;
+  log.set_summary("tokenizer_path", corpus->tokenizer().model_path());
+  log.set_summary("tokenizer_sha256", corpus->tokenizer().checksum());
+  log.set_summary("train_pairs", static_cast<double>(corpus->train_pairs()));
+  log.set_summary("train_pairs_skipped", static_cast<double>(corpus->skipped_pairs()));
+  if (quiet) return;
+  std::fprintf(stderr, "attnlab: corpus: %ld training pairs (%ld longer than data.max_length "
+               "skipped), %ld batches per epoch, tokenizer %s\n",
+               static_cast<long>(corpus->train_pairs()), static_cast<long>(corpus->skipped_pairs()),
+               static_cast<long>(corpus->batches_per_epoch()),
+               corpus->tokenizer().model_path().c_str());
 }
 
 io::Row train_row(const TrainRow& r) {
@@ -42,6 +61,7 @@ io::Row eval_row(const EvalRow& r) {
   io::Row row{{"step", static_cast<double>(r.step)}, {"loss", r.loss}, {"nll", r.nll},
               {"ppl", r.ppl}};
   if (r.accuracy >= 0) row.push_back({"accuracy", r.accuracy});
+  if (r.bleu >= 0) row.push_back({"bleu", r.bleu});
   return row;
 }
 
@@ -111,6 +131,7 @@ void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last, doubl
   log.set_summary("final_dev_nll", last.nll);
   log.set_summary("final_dev_ppl", last.ppl);
   if (last.accuracy >= 0) log.set_summary("final_dev_accuracy", last.accuracy);
+  if (last.bleu >= 0) log.set_summary("final_dev_bleu", last.bleu);
   // Counted FLOPs: 6 x matmul multiply-adds per target token at the dev set's mean lengths.
   const auto& batches = trainer.data().dev_batches();
   if (!batches.empty()) {
@@ -202,6 +223,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     log = std::make_unique<io::RunLog>(
         io::RunLog::create(dir + "/run.h5", info, config::flatten(config)));
   }
+  if (lead) describe_corpus(trainer.data(), *log, request.quiet);
 
   const bool interactive = isatty(fileno(stderr)) != 0;
   Progress progress(stderr, interactive, config.train.steps, trainer.step());
@@ -224,6 +246,34 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     if (lead) save_checkpoint(dir, trainer, config.train.keep_checkpoints);
     (void)step;
   };
+  // Diagnostics (rank 0): per-layer gradient norms at the interval, attention entropy and logit
+  // variance on the first dev batch at initialisation and at the interval.
+  const int64_t diagnostics_every = config.log.diagnostics_every;
+  auto log_attention = [&](int64_t step) {
+    const auto& dev = trainer.data().dev_batches();
+    if (!lead || diagnostics_every <= 0 || dev.empty()) return;
+    const AttentionStatistics stats = attention_statistics(trainer.model(), dev.front());
+    const std::vector<int64_t> shape{static_cast<int64_t>(stats.labels.size()), stats.heads};
+    log->append_diagnostic("attention_entropy", step, shape, stats.entropy, stats.labels);
+    log->append_diagnostic("attention_logit_variance", step, shape, stats.logit_variance,
+                           stats.labels);
+  };
+  callbacks.on_gradients = [&](int64_t step) {
+    if (!lead) return;
+    const LayerValues norms = layer_gradient_norms(trainer.model());
+    log->append_diagnostic("grad_norm", step, {static_cast<int64_t>(norms.values.size())},
+                           norms.values, norms.labels);
+  };
+  auto on_step = callbacks.on_step;
+  callbacks.on_step = [&, on_step](const TrainRow& row) {
+    on_step(row);
+    if (diagnostics_every > 0 && row.step % diagnostics_every == 0) log_attention(row.step);
+  };
+  if (trainer.step() == 0) log_attention(0);
+  if (lead && !request.quiet) {
+    std::fprintf(stderr, "attnlab: OpenBLAS kernel %s, %d thread(s) per rank, %d rank(s)\n",
+                 blas::core_name().c_str(), threads, comm.size());
+  }
   install_stop_signals();
   const auto start = std::chrono::steady_clock::now();
   TrainOutcome outcome;

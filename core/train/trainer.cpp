@@ -6,7 +6,9 @@
 #include <cmath>
 
 #include "core/data/batcher.h"
+#include "core/decode/beam.h"
 #include "core/decode/greedy.h"
+#include "core/metrics/bleu.h"
 #include "core/util/rng.h"
 
 namespace attnlab {
@@ -56,7 +58,7 @@ void Trainer::restore(int64_t step, int64_t tokens, const DataPosition& position
   broadcast_parameters();
 }
 
-void Trainer::train_step(TrainRow& row) {
+void Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
   const int rank = comm_.rank(), world = comm_.size();
   const int64_t size = model_.table().size();
   model_.zero_grads();
@@ -83,6 +85,10 @@ void Trainer::train_step(TrainRow& row) {
   const float inv_tokens = static_cast<float>(1.0 / tokens);
   float* grads = model_.grads().data();
   for (int64_t i = 0; i < size; ++i) grads[i] *= inv_tokens;
+  const int64_t every = config_.log.diagnostics_every;
+  if (every > 0 && (step_ + 1) % every == 0 && callbacks.on_gradients) {
+    callbacks.on_gradients(step_ + 1);
+  }
   row.grad_norm = clip_global_norm(grads, size, config_.train.clip);
   ++step_;
   row.lr = schedule_.rate(step_);
@@ -101,7 +107,7 @@ TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
   while (step_ < config_.train.steps) {
     TrainRow row;
     const int64_t tokens_before = tokens_;
-    train_step(row);
+    train_step(row, callbacks);
     const auto now = Clock::now();
     const double step_seconds = std::chrono::duration<double>(now - last).count();
     last = now;
@@ -132,13 +138,25 @@ EvalRow Trainer::evaluate(bool with_accuracy) {
   const auto& references = data_->dev_references();
   // Dev batches are sharded round-robin over ranks and the sums reduced.
   double sums[5] = {0.0, 0.0, 0.0, 0.0, 0.0};  // loss, nll, tokens, correct, sentences
+  const bool with_bleu = config_.eval.bleu_during_training && data_->has_text();
+  BleuStats bleu;
   for (size_t b = static_cast<size_t>(rank); b < batches.size(); b += static_cast<size_t>(world)) {
     const ops::LossSums s = model_.forward(batches[b], static_cast<float>(config_.train.label_smoothing),
                                            false, 0);
     sums[0] += s.loss;
     sums[1] += s.nll;
     sums[2] += static_cast<double>(s.tokens);
-    if (!with_accuracy || b >= references.size()) continue;
+    if (with_bleu) {
+      const BeamOptions options{config_.eval.beam, config_.eval.length_penalty,
+                                config_.eval.max_len_offset};
+      const std::vector<BeamHypothesis> best = beam_decode(model_, batches[b], options);
+      for (size_t i = 0; i < best.size(); ++i) {
+        bleu += sentence_bleu_stats(data_->detokenize(best[i].tokens),
+                                    data_->dev_reference_text()[b][i]);
+      }
+    }
+    // Exact-match accuracy is for synthetic tasks; text is scored with BLEU instead.
+    if (!with_accuracy || data_->has_text() || b >= references.size()) continue;
     const int64_t longest = batches[b].tgt_length + 8;
     const auto outputs = greedy_decode(model_, batches[b], longest);
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -147,12 +165,29 @@ EvalRow Trainer::evaluate(bool with_accuracy) {
     }
   }
   comm_.allreduce_sum(sums, 5);
+  if (with_bleu) {
+    int64_t counts[2 * kBleuMaxOrder + 2];
+    for (int n = 0; n < kBleuMaxOrder; ++n) {
+      counts[n] = bleu.matches[static_cast<size_t>(n)];
+      counts[kBleuMaxOrder + n] = bleu.totals[static_cast<size_t>(n)];
+    }
+    counts[2 * kBleuMaxOrder] = bleu.hyp_length;
+    counts[2 * kBleuMaxOrder + 1] = bleu.ref_length;
+    comm_.allreduce_sum(counts, 2 * kBleuMaxOrder + 2);
+    for (int n = 0; n < kBleuMaxOrder; ++n) {
+      bleu.matches[static_cast<size_t>(n)] = counts[n];
+      bleu.totals[static_cast<size_t>(n)] = counts[kBleuMaxOrder + n];
+    }
+    bleu.hyp_length = counts[2 * kBleuMaxOrder];
+    bleu.ref_length = counts[2 * kBleuMaxOrder + 1];
+  }
   EvalRow row;
   row.step = step_;
   row.loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
   row.nll = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
   row.ppl = std::exp(row.nll);
   row.accuracy = sums[4] > 0 ? sums[3] / sums[4] : -1.0;
+  if (with_bleu) row.bleu = compute_bleu(bleu).score;
   return row;
 }
 

@@ -35,6 +35,7 @@ struct EvalRow {
   double nll = 0.0;
   double ppl = 0.0;         // exp(nll)
   double accuracy = -1.0;   // exact-sequence accuracy of greedy decoding (synthetic tasks)
+  double bleu = -1.0;       // dev BLEU (corpus, eval.bleu_during_training); -1 when not computed
 };
 
 enum class TrainOutcome { kCompleted, kPreempted };
@@ -43,6 +44,9 @@ struct TrainerCallbacks {
   std::function<void(const TrainRow&)> on_step;        // every step
   std::function<void(const EvalRow&)> on_eval;         // every evaluation
   std::function<void(int64_t step)> on_checkpoint;     // every train.checkpoint_every steps
+  // Every log.diagnostics_every steps, with the step's final gradients (summed over ranks,
+  // divided by tokens, before clipping) in model().grads().
+  std::function<void(int64_t step)> on_gradients;
 };
 
 class Trainer {
@@ -68,7 +72,7 @@ class Trainer {
   static std::atomic<bool>& stop_requested();
 
  private:
-  void train_step(TrainRow& row);
+  void train_step(TrainRow& row, const TrainerCallbacks& callbacks);
 
   ExperimentConfig config_;
   std::unique_ptr<DataSource> data_;
