@@ -10,7 +10,7 @@ ExperimentConfig reverse_config() {
   ExperimentConfig c;
   c.seed = 1;
   c.data.task = "reverse";
-  c.data.synthetic = {10, 3, 10, 20000, 400};
+  c.data.synthetic = {10, 3, 8, 20000, 400};
   c.model.encoder_layers = 2;
   c.model.decoder_layers = 2;
   c.model.d_model = 64;
@@ -22,9 +22,9 @@ ExperimentConfig reverse_config() {
   c.model.max_positions = 64;
   c.model.vocab_size = 13;
   c.train.batch_tokens = 1200;
-  c.train.steps = 700;
+  c.train.steps = 800;
   c.train.lr.schedule = "inverse_sqrt";
-  c.train.lr.peak = 3e-3;
+  c.train.lr.peak = 2e-3;
   c.train.lr.warmup = 100;
   c.train.label_smoothing = 0.0;
   c.train.clip = 1.0;
