@@ -4,10 +4,12 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 
 #include "core/app/cli.h"
+#include "core/cluster/local_launcher.h"
 #include "core/cluster/records.h"
 #include "core/cluster/slurm.h"
 #include "core/io/run_log.h"
@@ -15,9 +17,11 @@
 namespace attnlab::cli {
 namespace fs = std::filesystem;
 
-cluster::RunProgress read_run_progress(const std::string& run_dir) {
+namespace {
+
+// run.h5's status, step, train.steps and last dev metrics (exists = false without a readable file).
+cluster::RunProgress read_run_file(const fs::path& path) {
   cluster::RunProgress progress;
-  const fs::path path = fs::path(run_dir) / "run.h5";
   std::error_code error;
   if (!fs::exists(path, error)) return progress;
   try {
@@ -36,6 +40,20 @@ cluster::RunProgress read_run_progress(const std::string& run_dir) {
     }
   } catch (const std::exception&) {
     progress = cluster::RunProgress{};  // being created right now: no complete file yet
+  }
+  return progress;
+}
+
+}  // namespace
+
+cluster::RunProgress read_run_progress(const std::string& run_dir) {
+  cluster::RunProgress progress = read_run_file(fs::path(run_dir) / "run.h5");
+  // A launch that ended in an error (not 0, not 3 = preempted) marks the run failed, even when
+  // it failed before writing run.h5.
+  std::ifstream last_exit(fs::path(run_dir) / cluster::kLastExitFile);
+  int code = 0;
+  if (last_exit >> code && code != 0 && code != 3 && progress.status != "completed") {
+    progress.status = "failed";
   }
   return progress;
 }
@@ -82,7 +100,7 @@ int run_status(const std::vector<std::string>& args) {
   for (const cluster::ManifestRun& run : runs) {
     const cluster::RunProgress progress = read_run_progress((fs::path(dir) / run.id).string());
     const std::string state_in_slurm = slurm_state.count(run.id) ? slurm_state[run.id] : "";
-    std::string state = progress.exists ? progress.status : "not started";
+    std::string state = progress.status.empty() ? "not started" : progress.status;
     if (state != "completed" && (cluster::slurm_state_active(state_in_slurm) ||
                                  cluster::slurm_state_failed(state_in_slurm))) {
       state = lower(state_in_slurm);  // pending, running, requeued, timeout, ...

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -17,6 +19,7 @@
 
 namespace attnlab::cluster {
 namespace {
+namespace fs = std::filesystem;
 
 using Clock = std::chrono::steady_clock;
 
@@ -153,6 +156,8 @@ LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& opt
            (options.max_parallel <= 0 ||
             static_cast<int64_t>(running.size()) < options.max_parallel)) {
       const LocalRun& run = runs[next];
+      std::error_code ignored;
+      fs::remove(fs::path(run.dir) / kLastExitFile, ignored);
       const pid_t pid = spawn_logged(run.command, run.env, run.dir + "/train.log");
       running[pid] = Running{next, Clock::now(), 0.0};
       used_cores += run.cores;
@@ -186,6 +191,7 @@ LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& opt
       used_cores -= run.cores;
       it = running.erase(it);
       const int code = exit_code_of(status);
+      std::ofstream(fs::path(run.dir) / kLastExitFile) << code << "\n";
       if (code == 0) {
         result.completed.push_back(run.name);
         event("completed " + run.name + " in " + format_duration(seconds), true);

@@ -15,6 +15,10 @@
 
 namespace attnlab::cluster {
 
+// <run dir>/last_exit: the exit code of the run's last launch (local or Slurm), removed when it
+// starts again; a crash before run.h5 exists still leaves the run marked failed.
+inline constexpr const char* kLastExitFile = "last_exit";
+
 struct LocalRun {
   std::string id;
   std::string name;

@@ -30,10 +30,9 @@ const char* to_string(Decision decision) {
 }
 
 Decision decide(const RunProgress& progress, const std::string& slurm_state, bool retry_failed) {
-  if (progress.exists && progress.status == "completed") return Decision::kSkipCompleted;
+  if (progress.status == "completed") return Decision::kSkipCompleted;
   if (slurm_state_active(slurm_state)) return Decision::kSkipActive;
-  const bool failed =
-      (progress.exists && progress.status == "failed") || slurm_state_failed(slurm_state);
+  const bool failed = progress.status == "failed" || slurm_state_failed(slurm_state);
   if (failed && !retry_failed) return Decision::kSkipFailed;
   return Decision::kLaunch;
 }

@@ -13,7 +13,7 @@ namespace attnlab::cluster {
 // read).
 struct RunProgress {
   bool exists = false;  // run.h5 is there and readable
-  std::string status;   // running | completed | failed | preempted
+  std::string status;   // running | completed | failed | preempted, "" when nothing ran yet
   int64_t step = 0;     // the last /train step
   int64_t total = 0;    // train.steps
   std::optional<double> dev_ppl;

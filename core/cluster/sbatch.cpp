@@ -88,6 +88,7 @@ std::string render_array_script(const ArrayJob& job) {
   s << "# reaches this shell only: pass it to the launcher, which hands it to every rank. The\n";
   s << "# trainer then checkpoints, marks the run preempted and exits 3.\n";
   s << "launcher_pid=0\n";
+  s << "rm -f \"$run_dir/last_exit\"\n";
   s << "forward_usr1() {\n";
   s << "  if ((launcher_pid > 0)); then kill -USR1 \"$launcher_pid\" 2>/dev/null || true; fi\n";
   s << "}\n";
@@ -112,7 +113,8 @@ std::string render_array_script(const ArrayJob& job) {
   s << "wait \"$launcher_pid\"\n";
   s << "while kill -0 \"$launcher_pid\" 2>/dev/null; do wait \"$launcher_pid\"; done\n";
   s << "wait \"$launcher_pid\"\n";
-  s << "status=$?\n\n";
+  s << "status=$?\n";
+  s << "echo \"$status\" >\"$run_dir/last_exit\"\n\n";
 
   s << "case $status in\n";
   s << "  0)\n";

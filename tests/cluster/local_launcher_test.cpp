@@ -69,7 +69,8 @@ TEST(LocalLauncher, RunsThatDoNotFitTheCoresWaitTheirTurn) {
   EXPECT_EQ(run_local(runs, options, out).completed.size(), 3u);
   const std::string order = read_text(shared);
   const std::string last = "start c\nend c\n";
-  EXPECT_EQ(order.substr(0, 16), "start a\nstart b\n") << order;
+  const std::string first_two = order.substr(0, 16);
+  EXPECT_TRUE(first_two == "start a\nstart b\n" || first_two == "start b\nstart a\n") << order;
   ASSERT_GE(order.size(), last.size());
   EXPECT_EQ(order.substr(order.size() - last.size()), last) << order;
 }

@@ -74,6 +74,10 @@ TEST(Plan, Decisions) {
   EXPECT_EQ(decide(with_status("failed"), "", true), Decision::kLaunch);
   EXPECT_EQ(decide(with_status("preempted"), "TIMEOUT", false), Decision::kSkipFailed);
   EXPECT_EQ(decide(none, "CANCELLED", false), Decision::kLaunch);
+  RunProgress crashed_before_its_log;  // no run.h5, but its last launch exited 1
+  crashed_before_its_log.status = "failed";
+  EXPECT_EQ(decide(crashed_before_its_log, "", false), Decision::kSkipFailed);
+  EXPECT_EQ(decide(crashed_before_its_log, "", true), Decision::kLaunch);
 }
 
 TEST(Records, SubmissionsRoundTrip) {
