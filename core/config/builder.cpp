@@ -172,8 +172,9 @@ void ConfigBuilder::walk(const YAML::Node& map, const std::string& file, const s
                          bool top_level, YAML::Node* sweep,
                          std::map<std::string, std::string>& seen) {
   for (auto it = map.begin(); it != map.end(); ++it) {
-    const YAML::Node& key_node = it->first;
-    const YAML::Node& value = it->second;
+    // Copies: yaml-cpp's iterator hands out a temporary pair, so references would dangle.
+    const YAML::Node key_node = it->first;
+    const YAML::Node value = it->second;
     const std::string key_where = location(file, key_node);
     if (!key_node.IsScalar()) fail(key_where, "expected a key name");
     const std::string name = key_node.Scalar();

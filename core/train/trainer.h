@@ -58,6 +58,7 @@ class Trainer {
   TrainOutcome run(const TrainerCallbacks& callbacks);
   EvalRow evaluate(bool with_accuracy);
 
+  const ExperimentConfig& config() const { return config_; }
   Transformer<float>& model() { return model_; }
   Adam& optimizer() { return adam_; }
   DataSource& data() { return *data_; }
