@@ -1,0 +1,198 @@
+"""`attnlab sweep` with the local launcher: a 4-run tiny sweep completes, a rerun skips it, status
+reports it, failures are named and wait for --retry-failed, Ctrl-C checkpoints the runs and a rerun
+resumes them, and --dry-run renders a safe Slurm script from hostile names without Slurm."""
+
+import hashlib
+import shutil
+import signal
+import subprocess
+import time
+
+import h5py
+import pytest
+
+from conftest import ROOT, run_attnlab
+
+TASK = ROOT / "experiments" / "tasks" / "reverse.yaml"
+
+# seeds x norm: four tiny runs of the reverse task (about a second each).
+SWEEP = """\
+base: {task}
+name: {name}
+model: {{encoder_layers: 1, decoder_layers: 1, d_model: 32, d_ff: 64, heads: 4, d_k: 8, d_v: 8,
+         dropout: 0.1}}
+data: {{synthetic: {{train_size: 2000, dev_size: 50}}}}
+train: {{batch_tokens: 400, steps: {steps}, checkpoint_every: 10}}
+eval: {{every: 10}}
+log: {{every: 1}}
+cluster: {{ranks: {ranks}, threads_per_rank: 1}}
+sweep:
+  seeds: {seeds}
+{extra}"""
+
+
+def write_sweep(directory, name="tiny", steps=30, ranks=1, seeds="[1, 2]",
+                extra="  grid: {model.norm: [post, pre]}\n"):
+    """Writes a sweep YAML into `directory` and returns its path."""
+    path = directory / f"{name}.yaml"
+    path.write_text(SWEEP.format(task=TASK, name=name, steps=steps, ranks=ranks, seeds=seeds,
+                                 extra=extra))
+    return path
+
+
+def run_dirs(sweep_dir):
+    return sorted(p for p in sweep_dir.iterdir() if (p / "config.yaml").is_file())
+
+
+def final(run_dir, group="train", column="loss"):
+    with h5py.File(run_dir / "run.h5", "r") as f:
+        return float(f[group][column][-1])
+
+
+def final_losses(sweep_dir):
+    """{run id: (final train loss, final dev loss)} of every run of a sweep directory."""
+    return {d.name: (final(d), final(d, "eval")) for d in run_dirs(sweep_dir)}
+
+
+def statuses(sweep_dir):
+    out = {}
+    for d in run_dirs(sweep_dir):
+        with h5py.File(d / "run.h5", "r") as f:
+            out[d.name] = f.attrs["status"]
+    return out
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_local_sweep_completes_and_a_rerun_skips_every_run(attnlab, tmp_path):
+    sweep = write_sweep(tmp_path)
+    runs = tmp_path / "runs"
+    first = run_attnlab(attnlab, "sweep", sweep, "--launcher", "local", "--out", runs, timeout=240)
+    sweep_dir = runs / "tiny"
+    assert (sweep_dir / "manifest.yaml").is_file()
+    assert len(run_dirs(sweep_dir)) == 4
+    assert set(statuses(sweep_dir).values()) == {"completed"}, first.stdout
+    assert "4/4 done, 0 running, 0 failed" in first.stdout
+    for d in run_dirs(sweep_dir):
+        assert "completed" in (d / "train.log").read_text()
+        with h5py.File(d / "run.h5", "r") as f:
+            assert f.attrs["run_id"] == d.name
+            assert f.attrs["sweep_id"] == "tiny"
+            assert list(f["train"]["step"][...]) == list(range(1, 31))
+
+    before = {d.name: digest(d / "run.h5") for d in run_dirs(sweep_dir)}
+    again = run_attnlab(attnlab, "sweep", sweep, "--out", runs, timeout=60)
+    assert "skipping 4 run(s), completed" in again.stdout
+    assert "nothing to launch" in again.stdout
+    assert {d.name: digest(d / "run.h5") for d in run_dirs(sweep_dir)} == before
+
+    status = run_attnlab(attnlab, "status", sweep_dir, timeout=60)
+    assert "4 runs: 4 completed" in status.stdout
+    assert status.stdout.count("30/30") == 4
+
+
+FAILING_ROW = """\
+  rows:
+    - {name: ok}
+    - name: broken
+      set: {data.task: corpus, data.max_length: 60, data.tokenizer.vocab_size: 13,
+            data.train.src: /nonexistent/a, data.train.tgt: /nonexistent/b,
+            data.dev.src: /nonexistent/a, data.dev.tgt: /nonexistent/b}
+"""
+
+
+def test_a_failed_run_is_named_and_waits_for_retry_failed(attnlab, tmp_path):
+    sweep = write_sweep(tmp_path, name="failing", seeds="[1]", extra=FAILING_ROW)
+    runs = tmp_path / "runs"
+    first = run_attnlab(attnlab, "sweep", sweep, "--out", runs, timeout=120, check=False)
+    assert first.returncode == 1
+    assert "1 run(s) failed" in first.stderr and "broken.seed1" in first.stderr
+    assert "train.log" in first.stderr
+
+    status = run_attnlab(attnlab, "status", runs / "failing", timeout=60)
+    assert "1 completed, 1 failed" in status.stdout
+
+    skipped = run_attnlab(attnlab, "sweep", sweep, "--out", runs, timeout=60, check=False)
+    assert "failed (--retry-failed runs it again): broken.seed1" in skipped.stdout
+    assert "nothing to launch" in skipped.stdout
+    assert skipped.returncode == 1
+
+    retried = run_attnlab(attnlab, "sweep", sweep, "--out", runs, "--retry-failed", timeout=60,
+                          check=False)
+    assert "launching 1 run(s)" in retried.stdout
+    assert retried.returncode == 1
+
+
+def test_ctrl_c_checkpoints_the_runs_and_a_rerun_resumes_them(attnlab, tmp_path):
+    sweep = write_sweep(tmp_path, name="stopped", steps=400, seeds="[1]",
+                        extra="  grid: {model.norm: [pre]}\n")
+    runs = tmp_path / "runs"
+    command = [str(attnlab), "sweep", str(sweep), "--out", str(runs)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={"PATH": "/usr/bin:/bin"})
+    run_dir = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        dirs = run_dirs(runs / "stopped") if (runs / "stopped").is_dir() else []
+        if dirs and (dirs[0] / "ckpt").is_dir() and any((dirs[0] / "ckpt").iterdir()):
+            run_dir = dirs[0]
+            break
+        time.sleep(0.1)
+    assert run_dir is not None, "the run wrote no checkpoint within 120 s"
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 3, out + err
+    assert "Rerun the same command to resume" in err
+    with h5py.File(run_dir / "run.h5", "r") as f:
+        assert f.attrs["status"] == "preempted"
+        stopped_at = int(f["train"]["step"][-1])
+    assert stopped_at < 400
+
+    resumed = run_attnlab(attnlab, "sweep", sweep, "--out", runs, timeout=240)
+    assert "1/1 done" in resumed.stdout
+    with h5py.File(run_dir / "run.h5", "r") as f:
+        assert f.attrs["status"] == "completed"
+        assert list(f["train"]["step"][...]) == list(range(1, 401))
+
+
+HOSTILE_ROWS = """\
+  rows:
+    - {name: "a $(touch PWNED) ; `touch PWNED2` 'q\\" x"}
+"""
+
+
+def test_dry_run_renders_a_safe_script_from_hostile_names(attnlab, tmp_path):
+    hostile_dir = tmp_path / "out $(touch PWNED) ; 'q\" `touch PWNED2`"
+    sweep = write_sweep(tmp_path, name="hostile", seeds="[1]", extra=HOSTILE_ROWS)
+    text = sweep.read_text().replace("name: hostile", "name: \"evil $(touch PWNED); x'\"")
+    sweep.write_text(text)
+    result = run_attnlab(attnlab, "sweep", sweep, "--launcher", "slurm", "--dry-run", "--out",
+                         hostile_dir, "--profile", ROOT / "cluster" / "profiles" / "local.yaml",
+                         timeout=60)
+    scripts = list(hostile_dir.glob("*/slurm/array-1.sbatch"))
+    assert len(scripts) == 1, result.stdout
+    assert not (hostile_dir.parent / "PWNED").exists()
+    text = scripts[0].read_text()
+    assert "#SBATCH --job-name=attnlab-evil-touch-PWNED-x\n" in text
+    bash = subprocess.run(["bash", "-n", str(scripts[0])], capture_output=True, text=True,
+                          timeout=30)
+    assert bash.returncode == 0, bash.stderr
+    if shutil.which("shellcheck"):
+        check = subprocess.run(["shellcheck", str(scripts[0])], capture_output=True, text=True,
+                               timeout=60)
+        assert check.returncode == 0, check.stdout
+    assert not list(tmp_path.rglob("PWNED*"))
+
+
+def test_hostile_profile_values_are_rejected_with_the_key(attnlab, tmp_path):
+    sweep = write_sweep(tmp_path, seeds="[1]")
+    profile = tmp_path / "bad.yaml"
+    profile.write_text("partition: \"debug; touch PWNED\"\n")
+    result = run_attnlab(attnlab, "sweep", sweep, "--launcher", "slurm", "--dry-run",
+                         "--profile", profile, "--out", tmp_path / "runs", timeout=60,
+                         check=False)
+    assert result.returncode == 2
+    assert "bad.yaml: partition: 'debug; touch PWNED' is not allowed here" in result.stderr
+    assert not list(tmp_path.rglob("*.sbatch"))
