@@ -140,6 +140,30 @@ def test_preempted_task_is_requeued_and_resumes_to_the_same_loss(attnlab, slurm,
     assert final_losses(sweep_dir) == final_losses(local / "preempt")
 
 
+def test_cancel_stops_the_array_and_queued_runs_are_not_submitted_twice(attnlab, slurm, tmp_path):
+    sweep = write_sweep(tmp_path, name="cancelled", steps=5000, seeds="[1, 2]",
+                        extra="  grid: {model.norm: [pre]}\n")
+    runs = tmp_path / "runs"
+    sweep_dir = runs / "cancelled"
+    job = job_id(submit(attnlab, slurm, sweep, runs))
+    wait_until(lambda: "2 running" in status_of(attnlab, slurm, sweep_dir), 60,
+               "both tasks running", slurm, sweep_dir)
+    queued = submit(attnlab, slurm, sweep, runs)
+    assert "skipping 2 run(s), already queued or running in Slurm" in queued.stdout
+    cancelled = run_attnlab(attnlab, "cancel", sweep_dir, env=slurm_env(slurm), timeout=60)
+    assert f"cancelled job array {job} (2 tasks queued or running)" in cancelled.stdout
+
+    def gone():
+        return subprocess.run(["squeue", "-h", "-j", job], env=slurm, capture_output=True,
+                              text=True, timeout=30).stdout.strip() == ""
+
+    wait_until(gone, 60, "the cancelled tasks gone from the queue", slurm, sweep_dir)
+    status = status_of(attnlab, slurm, sweep_dir)
+    assert "running" not in status.split("runs:")[-1], status
+    nothing = run_attnlab(attnlab, "cancel", sweep_dir, env=slurm_env(slurm), timeout=60)
+    assert "nothing to cancel" in nothing.stdout
+
+
 HOSTILE_ROWS = """\
   rows:
     - {name: "a $(touch PWNED) ; `touch PWNED2` 'q\\" x"}
