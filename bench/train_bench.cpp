@@ -1,0 +1,258 @@
+// End-to-end bench of one configuration in one process: training steps of Transformer<float> with
+// Adam on random token batches (forward / backward / optimizer time, target tokens/s, peak RSS,
+// MFU over a measured sgemm peak) and decoding speed (greedy with the KV cache, beam 4).
+// Prints one JSON object on stdout; bench/run_bench.py runs it in a fresh process per row.
+//
+//   attnlab_train_bench --config tiny|small|base [--threads 1] [--steps 5] [--warmup 1]
+//                       [--decode-repeats 3] [--beam 4]
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_configs.h"
+#include "core/decode/beam.h"
+#include "core/decode/greedy.h"
+#include "core/model/param_count.h"
+#include "core/model/transformer.h"
+#include "core/optim/adam.h"
+#include "core/tensor/blas.h"
+#include "core/util/rng.h"
+
+namespace attnlab::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  CHECK(!values.empty()) << "median of no values";
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+struct Options {
+  std::string config;
+  int threads = 1;
+  int steps = 5;
+  int warmup = 1;
+  int decode_repeats = 3;
+  int beam = 4;         // 0 skips beam search
+  int new_tokens = 32;  // decoding: tokens produced per sentence
+  int decode_batch = 32;
+  int decode_source = 32;
+};
+
+int parse_int(const std::string& flag, const char* value) {
+  char* end = nullptr;
+  const long parsed = std::strtol(value, &end, 10);
+  CHECK(end != value && *end == '\0') << flag << " expects an integer, got '" << value << "'";
+  return static_cast<int>(parsed);
+}
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    CHECK(i + 1 < argc) << "flag " << flag << " needs a value";
+    const char* value = argv[++i];
+    if (flag == "--config") {
+      o.config = value;
+    } else if (flag == "--threads") {
+      o.threads = parse_int(flag, value);
+    } else if (flag == "--steps") {
+      o.steps = parse_int(flag, value);
+    } else if (flag == "--warmup") {
+      o.warmup = parse_int(flag, value);
+    } else if (flag == "--decode-repeats") {
+      o.decode_repeats = parse_int(flag, value);
+    } else if (flag == "--beam") {
+      o.beam = parse_int(flag, value);
+    } else {
+      CHECK(false) << "unknown flag " << flag
+                   << " (known: --config --threads --steps --warmup --decode-repeats --beam)";
+    }
+  }
+  CHECK(!o.config.empty()) << "--config tiny|small|base is required";
+  CHECK(o.threads >= 1 && o.steps >= 1 && o.warmup >= 0 && o.decode_repeats >= 0 && o.beam >= 0)
+      << "need --threads >= 1, --steps >= 1, --warmup >= 0, --decode-repeats >= 0, --beam >= 0";
+  return o;
+}
+
+// Random sentences of `length` tokens in [3, N) (no padding, so every position is a target):
+// tgt_in = bos y_1..y_{T-1}, tgt_out = y_1..y_{T-1} eos.
+Batch random_batch(const ModelConfig& c, int64_t sentences, int64_t length, uint64_t seed) {
+  Rng rng(seed);
+  auto token = [&] {
+    return static_cast<int32_t>(3 + rng.below(static_cast<uint64_t>(c.vocab_size - 3)));
+  };
+  Batch b;
+  b.size = sentences;
+  b.src_length = length;
+  b.tgt_length = length;
+  b.src.resize(static_cast<size_t>(sentences * length));
+  b.tgt_in.resize(b.src.size());
+  b.tgt_out.resize(b.src.size());
+  for (int32_t& id : b.src) id = token();
+  for (int64_t s = 0; s < sentences; ++s) {
+    int32_t* in = b.tgt_in.data() + s * length;
+    int32_t* out = b.tgt_out.data() + s * length;
+    in[0] = c.bos_id;
+    for (int64_t t = 1; t < length; ++t) in[t] = out[t - 1] = token();
+    out[length - 1] = c.eos_id;
+  }
+  b.src_tokens = sentences * length;
+  b.tgt_tokens = sentences * length;
+  return b;
+}
+
+// The process's peak resident set (VmHWM), in MiB.
+double peak_rss_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      std::istringstream fields(line.substr(6));
+      double kib = 0.0;
+      fields >> kib;
+      return kib / 1024.0;
+    }
+  }
+  return -1.0;
+}
+
+// Best of several 1024^3 sgemm calls through blas::gemm, in GFLOP/s: the MFU denominator.
+double sgemm_peak_gflops() {
+  constexpr int64_t n = 1024;
+  std::vector<float> a(n * n), b(n * n), c(n * n);
+  Rng rng(7);
+  for (float& x : a) x = static_cast<float>(rng.uniform(-1, 1));
+  for (float& x : b) x = static_cast<float>(rng.uniform(-1, 1));
+  double best = 1e30;
+  for (int rep = 0; rep < 8; ++rep) {
+    const auto start = Clock::now();
+    blas::gemm<float>(false, true, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    best = std::min(best, seconds_since(start));
+  }
+  return 2.0 * n * n * n / best / 1e9;
+}
+
+struct DecodeResult {
+  double seconds = 0.0;  // median over repeats, encoder included
+  int64_t tokens = 0;    // tokens produced in the last repeat (all sentences)
+};
+
+template <typename Run>
+DecodeResult time_decode(int repeats, Run run) {
+  DecodeResult result;
+  result.tokens = run();  // warm-up: first-touch of caches and workspace
+  std::vector<double> times;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = Clock::now();
+    result.tokens = run();
+    times.push_back(seconds_since(start));
+  }
+  result.seconds = median(times);
+  return result;
+}
+
+int run(const Options& o) {
+  blas::set_threads(o.threads);
+  omp_set_num_threads(o.threads);
+  const BenchConfig& bc = find_bench_config(o.config);
+  const ModelConfig config = model_config(bc);
+
+  const double peak_gflops = sgemm_peak_gflops();
+  Transformer<float> model(config, 1);
+  Adam adam(model.table().size(), AdamOptions{0.9, 0.98, 1e-9});
+
+  std::vector<double> forward, backward, optimizer, total;
+  double loss = 0.0;
+  for (int step = 0; step < o.warmup + o.steps; ++step) {
+    const Batch batch = random_batch(config, bc.sentences, bc.length, 100 + step);
+    const auto t0 = Clock::now();
+    const ops::LossSums sums = model.forward(batch, 0.1f, true, rng_key(1, step));
+    const auto t1 = Clock::now();
+    model.backward(1.0f / static_cast<float>(sums.tokens));
+    const auto t2 = Clock::now();
+    adam.step(model.params().data(), model.grads().data(), 1e-4);
+    model.zero_grads();
+    const auto t3 = Clock::now();
+    loss = sums.loss / static_cast<double>(sums.tokens);
+    if (step < o.warmup) continue;
+    auto span = [](Clock::time_point a, Clock::time_point b) {
+      return std::chrono::duration<double>(b - a).count();
+    };
+    forward.push_back(span(t0, t1));
+    backward.push_back(span(t1, t2));
+    optimizer.push_back(span(t2, t3));
+    total.push_back(span(t0, t3));
+  }
+  const double rss = peak_rss_mib();
+  const double tokens_per_step = static_cast<double>(bc.sentences * bc.length);
+  const double step_seconds = median(total);
+  const double tokens_per_second = tokens_per_step / step_seconds;
+  const double flops_per_token = training_flops_per_target_token(config, bc.length, bc.length);
+  const double mfu = tokens_per_second * flops_per_token / (peak_gflops * 1e9);
+
+  DecodeResult greedy, beam;
+  if (o.decode_repeats > 0) {
+    Batch source = random_batch(config, o.decode_batch, o.decode_source, 7);
+    // greedy_decode runs max_length + 1 decoder steps; new_tokens steps in all.
+    greedy = time_decode(o.decode_repeats, [&] {
+      int64_t produced = 0;
+      for (const auto& out : greedy_decode(model, source, o.new_tokens - 1)) produced += out.size();
+      return produced;
+    });
+    if (o.beam > 0) {
+      // Up to source words + offset tokens: with offset new_tokens - source, new_tokens of them.
+      BeamOptions options;
+      options.beam = o.beam;
+      options.alpha = 0.6;
+      options.max_len_offset = std::max(0, o.new_tokens - o.decode_source);
+      beam = time_decode(o.decode_repeats, [&] {
+        int64_t produced = 0;
+        for (const auto& h : beam_decode(model, source, options)) produced += h.tokens.size();
+        return produced;
+      });
+    }
+  }
+
+  std::printf(
+      "{\"impl\": \"attnlab\", \"config\": \"%s\", \"threads\": %d, \"steps\": %d, \"warmup\": %d, "
+      "\"params\": %lld, \"tokens_per_step\": %.0f, \"loss\": %.4f, "
+      "\"forward_s\": %.6f, \"backward_s\": %.6f, \"optimizer_s\": %.6f, \"step_s\": %.6f, "
+      "\"tokens_per_s\": %.2f, \"peak_rss_mib\": %.1f, \"sgemm_peak_gflops\": %.2f, "
+      "\"flops_per_token\": %.1f, \"mfu\": %.4f, "
+      "\"greedy_s\": %.6f, \"greedy_tokens\": %lld, \"beam\": %d, \"beam_s\": %.6f, "
+      "\"beam_tokens\": %lld, \"decode_batch\": %d, \"openblas_core\": \"%s\"}\n",
+      o.config.c_str(), o.threads, o.steps, o.warmup, static_cast<long long>(model.table().size()),
+      tokens_per_step, loss, median(forward), median(backward), median(optimizer), step_seconds,
+      tokens_per_second, rss, peak_gflops, flops_per_token, mfu, greedy.seconds,
+      static_cast<long long>(greedy.tokens), o.beam, beam.seconds,
+      static_cast<long long>(beam.tokens), o.decode_batch, blas::core_name().c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace attnlab::bench
+
+int main(int argc, char** argv) {
+  try {
+    return attnlab::bench::run(attnlab::bench::parse_options(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "attnlab_train_bench: %s\n", e.what());
+    return 1;
+  }
+}
