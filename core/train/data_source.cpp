@@ -60,6 +60,18 @@ class SyntheticSource final : public DataSource {
 
 }  // namespace
 
+std::string DataSource::detokenize(const std::vector<int32_t>& ids) const {
+  CHECK(false) << "this data source has no text to turn " << ids.size()
+               << " token ids into (only data.task corpus has)";
+  return "";
+}
+
+const std::vector<std::vector<std::string>>& DataSource::dev_reference_text() const {
+  CHECK(false) << "this data source has no reference text (only data.task corpus has)";
+  static const std::vector<std::vector<std::string>> none;
+  return none;
+}
+
 std::unique_ptr<DataSource> make_synthetic_source(const ExperimentConfig& config) {
   return std::make_unique<SyntheticSource>(config);
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/config/experiment.h"
@@ -27,6 +28,14 @@ class DataSource {
   virtual const std::vector<Batch>& dev_batches() const = 0;
   // Reference target ids (no bos/eos) of dev sentence i of dev batch b, for accuracy.
   virtual const std::vector<std::vector<std::vector<int32_t>>>& dev_references() const = 0;
+
+  // Sources of real text (data.task corpus) turn target ids back into text, so that dev BLEU can
+  // be computed during training; synthetic sources have no text and leave these as they are.
+  virtual bool has_text() const { return false; }
+  // Detokenized text of target ids (pad, bos and eos skipped).
+  virtual std::string detokenize(const std::vector<int32_t>& ids) const;
+  // Reference text of dev sentence i of dev batch b: [b][i].
+  virtual const std::vector<std::vector<std::string>>& dev_reference_text() const;
 };
 
 // copy / reverse / sort, generated from config.data.synthetic and the experiment seed.
