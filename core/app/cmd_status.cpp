@@ -117,7 +117,7 @@ int run_status(const std::vector<std::string>& args) {
     }
     std::string task = job_of_run.count(run.id) ? job_of_run[run.id] : "";
     if (!task.empty() && !state_in_slurm.empty()) task += " " + state_in_slurm;
-    if (!task.empty()) task = "  " + task;
+    if (!task.empty()) task.insert(0, "  ");
     std::printf("%-13s %-*s %-11s %13s %9s %9s%s\n", run.id.c_str(), static_cast<int>(name_width),
                 run.name.c_str(), state.c_str(), step.c_str(), ppl, accuracy, task.c_str());
   }

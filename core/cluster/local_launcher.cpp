@@ -2,12 +2,12 @@
 // a summary line with an ETA from the runs' own progress.
 #include "core/cluster/local_launcher.h"
 
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -126,7 +126,7 @@ LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& opt
     if (!result.preempted.empty())
       text += ", " + std::to_string(result.preempted.size()) + " stopped";
     text += ", " + format_duration(elapsed) + " elapsed";
-    if (fraction > 0.0 && fraction < 1.0 && running.size() > 0) {
+    if (fraction > 0.0 && fraction < 1.0 && !running.empty()) {
       text += ", ETA " + format_duration(elapsed * (1.0 - fraction) / fraction);
     }
     return text;

@@ -3,12 +3,12 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -39,7 +39,7 @@ struct ExecArgs {
       if (equals != std::string::npos) merged[text.substr(0, equals)] = text.substr(equals + 1);
     }
     for (const auto& [name, value] : env) merged[name] = value;
-    for (const auto& [name, value] : merged) env_entries.push_back(name + "=" + value);
+    for (const auto& [name, value] : merged) env_entries.push_back(name + "=" += value);
     for (std::string& word : words) argv.push_back(word.data());
     argv.push_back(nullptr);
     for (std::string& entry : env_entries) envp.push_back(entry.data());
@@ -67,7 +67,8 @@ std::string find_program(const std::string& program) {
     size_t end = dirs.find(':', start);
     if (end == std::string::npos) end = dirs.size();
     const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
-    const std::string candidate = dir + "/" + program;
+    std::string candidate = dir + "/";
+    candidate += program;
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
     start = end + 1;
   }

@@ -85,7 +85,7 @@ void validate(const SlurmProfile& profile, const std::string& where) {
   }
   for (const auto& [name, value] : profile.env) {
     check_value(ValueKind::kEnvName, name, where + "env");
-    check_value(ValueKind::kShellLine, value, where + "env." + name);
+    check_value(ValueKind::kShellLine, value, where + "env." += name);
   }
   for (const std::string& line : profile.setup) {
     check_value(ValueKind::kShellLine, line, where + "setup[]");
@@ -116,7 +116,7 @@ SlurmProfile load_profile(const std::string& path) {
     if (!known.count(key)) {
       std::string list;
       for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
-      throw ConfigError(at + ": unknown key; a profile has " + list);
+      throw ConfigError(at + ": unknown key; a profile has " += list);
     }
     if (key == "partition") profile.partition = read_string(value, at);
     if (key == "account") profile.account = read_string(value, at);
@@ -136,7 +136,7 @@ SlurmProfile load_profile(const std::string& path) {
       if (!value.IsMap()) throw ConfigError(at + ": expected a mapping NAME: value");
       for (auto entry = value.begin(); entry != value.end(); ++entry) {
         const std::string name = entry->first.Scalar();
-        profile.env.emplace_back(name, read_string(entry->second, at + "." + name));
+        profile.env.emplace_back(name, read_string(entry->second, at + "." += name));
       }
     }
   }

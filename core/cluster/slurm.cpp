@@ -57,7 +57,7 @@ std::string submit(const std::string& script, const std::string& cwd) {
     throw Error("Slurm rejected the job array " + script + ": " + message);
   }
   // --parsable prints "jobid" or "jobid;cluster".
-  const std::string id = trim(result.out).substr(0, trim(result.out).find(';'));
+  std::string id = trim(result.out).substr(0, trim(result.out).find(';'));
   CHECK(!id.empty() && id.find_first_not_of("0123456789") == std::string::npos)
       << "sbatch printed no job id: '" << result.out << "'";
   return id;
