@@ -1,0 +1,77 @@
+"""Bad input to `attnlab train` and `attnlab inspect`: one clear error, a non-zero exit, and no
+file of a run changed."""
+
+import hashlib
+
+import h5py
+import numpy as np
+
+from conftest import run_attnlab
+from test_train_cli import TASK, TINY, train
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_truncated_newest_checkpoint_is_reported_and_the_previous_one_used(attnlab, tmp_path):
+    out = tmp_path / "run"
+    # keep two checkpoints (steps 10 and 20) of a run stopped by a crash at step 20
+    train(attnlab, out, "--set", "train.checkpoint_every=10", "--set", "train.keep_checkpoints=3",
+          steps=20)
+    with h5py.File(out / "run.h5", "r+") as f:
+        f.attrs["status"] = "running"  # as a killed run leaves it
+    newest = out / "ckpt" / "step_20.h5"
+    newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 2])
+    resumed = train(attnlab, out, "--set", "train.checkpoint_every=10",
+                    "--set", "train.keep_checkpoints=3", steps=30)
+    assert "step_20.h5" in resumed.stderr  # the damaged file is named
+    assert "resuming" in resumed.stderr and "step 10" in resumed.stderr
+    with h5py.File(out / "run.h5", "r") as f:
+        assert f.attrs["status"] == "completed"
+        np.testing.assert_array_equal(f["train"]["step"][...], np.arange(1, 31))
+
+
+def test_a_checkpoint_of_another_architecture_is_refused_naming_it(attnlab, tmp_path):
+    out = tmp_path / "run"
+    train(attnlab, out, "--set", "train.checkpoint_every=5", steps=10)
+    with h5py.File(out / "run.h5", "r+") as f:
+        f.attrs["status"] = "preempted"
+    before = digest(out / "run.h5")
+    result = train(attnlab, out, "--set", "train.checkpoint_every=5", "--set", "model.d_ff=48",
+                   steps=20, check=False)
+    assert result.returncode == 1
+    assert "architecture" in result.stderr and "d_ff" in result.stderr
+    assert digest(out / "run.h5") == before
+
+
+def test_a_foreign_hdf5_file_in_place_of_the_run_log_is_an_error_naming_it(attnlab, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    with h5py.File(out / "run.h5", "w") as f:
+        f["x"] = np.zeros(3)
+    before = digest(out / "run.h5")
+    result = train(attnlab, out, check=False)
+    assert result.returncode == 1
+    assert str(out / "run.h5") in result.stderr
+    assert digest(out / "run.h5") == before
+    inspected = run_attnlab(attnlab, "inspect", out, check=False)
+    assert inspected.returncode == 1 and "run.h5" in inspected.stderr
+
+
+def test_a_missing_config_file_is_a_usage_error(attnlab, tmp_path):
+    result = run_attnlab(attnlab, "train", "-c", tmp_path / "nope.yaml", "--out", tmp_path / "x",
+                         check=False)
+    assert result.returncode == 2
+    assert "nope.yaml" in result.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_inspect_summarises_a_run(attnlab, tmp_path):
+    out = tmp_path / "run"
+    train(attnlab, out, steps=10)
+    result = run_attnlab(attnlab, "inspect", out)
+    assert "status           completed" in result.stdout
+    assert "steps            10 of 10" in result.stdout
+    assert "step_10.h5" in result.stdout
+    assert "ppl" in result.stdout
