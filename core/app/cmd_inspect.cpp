@@ -59,22 +59,22 @@ int run_inspect(const std::vector<std::string>& args) {
   std::printf("  status           %s\n", io::to_string(run.status));
   if (!run.info.sweep_id.empty()) std::printf("  sweep            %s\n", run.info.sweep_id.c_str());
   std::printf("  created          %s on %s, attnlab %s (git %s)\n", run.info.created.c_str(),
-              run.info.host.c_str(), run.info.attnlab_version.c_str(),
-              run.info.git_commit.c_str());
+              run.info.host.c_str(), run.info.attnlab_version.c_str(), run.info.git_commit.c_str());
   std::printf("  ranks x threads  %ld x %ld, seed %ld\n", static_cast<long>(run.info.world_size),
               static_cast<long>(run.info.threads), static_cast<long>(run.info.seed));
   std::printf("  task             %s\n", config_value(run, "data.task").c_str());
-  std::printf("  model            N=%s+%s d_model=%s d_ff=%s h=%s d_k=%s d_v=%s norm=%s "
-              "positions=%s scale=%s\n",
-              config_value(run, "model.encoder_layers").c_str(),
-              config_value(run, "model.decoder_layers").c_str(),
-              config_value(run, "model.d_model").c_str(), config_value(run, "model.d_ff").c_str(),
-              config_value(run, "model.heads").c_str(), config_value(run, "model.d_k").c_str(),
-              config_value(run, "model.d_v").c_str(), config_value(run, "model.norm").c_str(),
-              config_value(run, "model.positions").c_str(),
-              config_value(run, "model.attention_scale").c_str());
+  std::printf(
+      "  model            N=%s+%s d_model=%s d_ff=%s h=%s d_k=%s d_v=%s norm=%s "
+      "positions=%s scale=%s\n",
+      config_value(run, "model.encoder_layers").c_str(),
+      config_value(run, "model.decoder_layers").c_str(), config_value(run, "model.d_model").c_str(),
+      config_value(run, "model.d_ff").c_str(), config_value(run, "model.heads").c_str(),
+      config_value(run, "model.d_k").c_str(), config_value(run, "model.d_v").c_str(),
+      config_value(run, "model.norm").c_str(), config_value(run, "model.positions").c_str(),
+      config_value(run, "model.attention_scale").c_str());
   const double last_step = run.train.rows > 0 ? run.train.column("step").back() : 0.0;
-  std::printf("  steps            %.0f of %s\n", last_step, config_value(run, "train.steps").c_str());
+  std::printf("  steps            %.0f of %s\n", last_step,
+              config_value(run, "train.steps").c_str());
   std::printf("metrics\n");
   print_metric(run.train, "loss", true);
   print_metric(run.eval, "ppl", true);

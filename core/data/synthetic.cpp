@@ -13,10 +13,12 @@ namespace {
 SequencePair make_example(SyntheticTask task, Rng& rng, int64_t symbols, int64_t min_length,
                           int64_t max_length) {
   const int64_t length =
-      min_length + static_cast<int64_t>(rng.below(static_cast<uint64_t>(max_length - min_length + 1)));
+      min_length +
+      static_cast<int64_t>(rng.below(static_cast<uint64_t>(max_length - min_length + 1)));
   SequencePair pair;
   for (int64_t i = 0; i < length; ++i) {
-    pair.src.push_back(kFirstSymbol + static_cast<int32_t>(rng.below(static_cast<uint64_t>(symbols))));
+    pair.src.push_back(kFirstSymbol +
+                       static_cast<int32_t>(rng.below(static_cast<uint64_t>(symbols))));
   }
   pair.tgt = pair.src;
   if (task == SyntheticTask::kReverse) std::reverse(pair.tgt.begin(), pair.tgt.end());

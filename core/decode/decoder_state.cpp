@@ -105,13 +105,12 @@ TensorView<const T> DecoderState<T>::step(const std::vector<int32_t>& tokens) {
                             model_.param(model_.target_embedding_index()),
                             static_cast<T>(std::sqrt(static_cast<double>(D))));
   const int positions = model_.position_index(true);
-  ops::add_positions_forward<T>(x, positions >= 0 ? TensorView<const T>(model_.param(positions))
-                                                  : model_.sinusoids(),
-                                t);
+  ops::add_positions_forward<T>(
+      x, positions >= 0 ? TensorView<const T>(model_.param(positions)) : model_.sinusoids(), t);
   TensorView<T> rows_x = x.reshape({B, D});
   auto layer_norm = [&](TensorView<T> out, TensorView<const T> inp, const LayerNormParams& p) {
-    ops::layernorm_forward<T>(out, view(mean_, {B}), view(rstd_, {B}), inp,
-                              model_.param(p.weight), model_.param(p.bias), eps);
+    ops::layernorm_forward<T>(out, view(mean_, {B}), view(rstd_, {B}), inp, model_.param(p.weight),
+                              model_.param(p.bias), eps);
   };
   for (size_t l = 0; l < model_.decoder_layers().size(); ++l) {
     const LayerParams& layer = model_.decoder_layers()[l];
@@ -146,8 +145,10 @@ TensorView<const T> DecoderState<T>::step(const std::vector<int32_t>& tokens) {
             for (int64_t h = 0; h < H; ++h) {
               T* key_slot = self_k_[l].data() + ((b * H + h) * max_steps_ + t) * K;
               T* value_slot = self_v_[l].data() + ((b * H + h) * max_steps_ + t) * V;
-              for (int64_t j = 0; j < K; ++j) key_slot[j] = k_[static_cast<size_t>(b * H * K + h * K + j)];
-              for (int64_t j = 0; j < V; ++j) value_slot[j] = v_[static_cast<size_t>(b * H * V + h * V + j)];
+              for (int64_t j = 0; j < K; ++j)
+                key_slot[j] = k_[static_cast<size_t>(b * H * K + h * K + j)];
+              for (int64_t j = 0; j < V; ++j)
+                value_slot[j] = v_[static_cast<size_t>(b * H * V + h * V + j)];
             }
           }
         }
@@ -187,10 +188,9 @@ TensorView<const T> DecoderState<T>::step(const std::vector<int32_t>& tokens) {
     layer_norm(final_x, rows_x, model_.final_norm(true));
   }
   const int bias_index = model_.output_bias_index();
-  ops::linear_forward<T>(view(logits_, {B, c.vocab_size}), final_x,
-                         model_.param(model_.output_weight_index()),
-                         bias_index >= 0 ? TensorView<const T>(model_.param(bias_index))
-                                         : TensorView<const T>());
+  ops::linear_forward<T>(
+      view(logits_, {B, c.vocab_size}), final_x, model_.param(model_.output_weight_index()),
+      bias_index >= 0 ? TensorView<const T>(model_.param(bias_index)) : TensorView<const T>());
   ++position_;
   return TensorView<const T>(logits_.data(), {B, c.vocab_size});
 }
@@ -219,7 +219,8 @@ void DecoderState<T>::reorder(const std::vector<int64_t>& rows) {
   std::vector<uint8_t> padding(static_cast<size_t>(new_batch * S));
   for (int64_t i = 0; i < new_batch; ++i) {
     std::copy(src_padding_.begin() + rows[static_cast<size_t>(i)] * S,
-              src_padding_.begin() + (rows[static_cast<size_t>(i)] + 1) * S, padding.begin() + i * S);
+              src_padding_.begin() + (rows[static_cast<size_t>(i)] + 1) * S,
+              padding.begin() + i * S);
   }
   src_padding_.swap(padding);
   if (new_batch > batch_) {

@@ -31,9 +31,9 @@ class DecoderState {
 
   Transformer<T>& model_;
   int64_t batch_, src_length_, max_steps_, position_ = 0;
-  std::vector<uint8_t> src_padding_;                   // (B,S)
-  std::vector<std::vector<T>> self_k_, self_v_;        // per layer (B,H,P,K) and (B,H,P,V)
-  std::vector<std::vector<T>> cross_k_, cross_v_;      // per layer (B,H,S,K) and (B,H,S,V)
+  std::vector<uint8_t> src_padding_;               // (B,S)
+  std::vector<std::vector<T>> self_k_, self_v_;    // per layer (B,H,P,K) and (B,H,P,V)
+  std::vector<std::vector<T>> cross_k_, cross_v_;  // per layer (B,H,S,K) and (B,H,S,V)
   std::vector<T> x_, normed_, q_, k_, v_, attended_, sub_, hidden_, logits_, mean_, rstd_;
 };
 

@@ -38,7 +38,7 @@ std::vector<std::vector<int32_t>> greedy_decode(Transformer<T>& model, const Bat
 
 template std::vector<std::vector<int32_t>> greedy_decode<float>(Transformer<float>&, const Batch&,
                                                                 int64_t);
-template std::vector<std::vector<int32_t>> greedy_decode<double>(Transformer<double>&,
-                                                                 const Batch&, int64_t);
+template std::vector<std::vector<int32_t>> greedy_decode<double>(Transformer<double>&, const Batch&,
+                                                                 int64_t);
 
 }  // namespace attnlab

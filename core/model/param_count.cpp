@@ -8,9 +8,15 @@
 namespace attnlab {
 
 std::vector<ComponentCount> parameter_counts(const ModelConfig& config) {
-  static const char* kOrder[] = {"embeddings",          "positions",   "encoder.attention",
-                                 "encoder.ffn",         "decoder.self_attention",
-                                 "decoder.cross_attention", "decoder.ffn", "norms", "output"};
+  static const char* kOrder[] = {"embeddings",
+                                 "positions",
+                                 "encoder.attention",
+                                 "encoder.ffn",
+                                 "decoder.self_attention",
+                                 "decoder.cross_attention",
+                                 "decoder.ffn",
+                                 "norms",
+                                 "output"};
   std::map<std::string, int64_t> totals;
   const ParamTable table(config);
   for (const ParamEntry& e : table.entries()) totals[e.component] += e.shape.numel();

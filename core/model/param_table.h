@@ -1,5 +1,6 @@
-// ParamTable: the (name, shape, offset) table over the flat parameter buffer, built from the config.
-// Parameters, gradients and Adam moments share this layout, so each is one contiguous buffer.
+// ParamTable: the (name, shape, offset) table over the flat parameter buffer, built from the
+// config. Parameters, gradients and Adam moments share this layout, so each is one contiguous
+// buffer.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,7 @@ namespace attnlab {
 enum class ParamInit { kXavierUniform, kZeros, kOnes, kEmbeddingNormal, kConstant };
 
 struct ParamEntry {
-  std::string name;       // fairseq-style: decoder.layers.3.encoder_attn.q_proj.weight
+  std::string name;  // fairseq-style: decoder.layers.3.encoder_attn.q_proj.weight
   Shape shape;
   int64_t offset = 0;     // into the flat buffer, in elements
   std::string component;  // for parameter counts: embeddings, encoder.attention, ...

@@ -6,14 +6,13 @@
 #include <cmath>
 #include <cstring>
 
-
 namespace attnlab {
 namespace {
 
 template <typename T>
 TensorView<T> shaped(TensorView<T> pool, Shape shape) {
-  CHECK(shape.numel() <= pool.numel()) << "workspace pool of " << pool.numel()
-                                       << " elements cannot hold " << shape.str();
+  CHECK(shape.numel() <= pool.numel())
+      << "workspace pool of " << pool.numel() << " elements cannot hold " << shape.str();
   return TensorView<T>(pool.data(), shape);
 }
 
@@ -59,10 +58,10 @@ Transformer<T>::Transformer(const ModelConfig& config, uint64_t init_seed) : con
 
   const bool learned = config_.attention_scale.learned();
   src_embedding_ = table_.index_of("encoder.embed_tokens.weight");
-  tgt_embedding_ = config_.tie_embeddings ? src_embedding_
-                                          : table_.index_of("decoder.embed_tokens.weight");
-  output_weight_ = config_.tie_embeddings ? src_embedding_
-                                          : table_.index_of("decoder.output_projection.weight");
+  tgt_embedding_ =
+      config_.tie_embeddings ? src_embedding_ : table_.index_of("decoder.embed_tokens.weight");
+  output_weight_ =
+      config_.tie_embeddings ? src_embedding_ : table_.index_of("decoder.output_projection.weight");
   if (config_.output_bias) output_bias_ = table_.index_of("decoder.output_projection.bias");
   if (config_.positions == PositionKind::kLearned) {
     src_positions_ = table_.index_of("encoder.embed_positions.weight");
@@ -216,9 +215,9 @@ void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length
 }
 
 template <typename T>
-void Transformer<T>::embed_forward(StackActivations<T>& acts, const int32_t* tokens,
-                                   int64_t length, int table_index, int positions_index,
-                                   bool training, uint64_t key) {
+void Transformer<T>::embed_forward(StackActivations<T>& acts, const int32_t* tokens, int64_t length,
+                                   int table_index, int positions_index, bool training,
+                                   uint64_t key) {
   const int64_t D = config_.d_model;
   TensorView<T> x = acts.embedded;
   ops::embedding_forward<T>(x.reshape({batch_ * length, D}), tokens, in(param(table_index)),
@@ -230,9 +229,8 @@ void Transformer<T>::embed_forward(StackActivations<T>& acts, const int32_t* tok
 }
 
 template <typename T>
-void Transformer<T>::embed_backward(TensorView<T> dembedded, const int32_t* tokens,
-                                    int table_index, int positions_index, bool training,
-                                    uint64_t key) {
+void Transformer<T>::embed_backward(TensorView<T> dembedded, const int32_t* tokens, int table_index,
+                                    int positions_index, bool training, uint64_t key) {
   const int64_t D = config_.d_model;
   const float p = training ? static_cast<float>(config_.dropout) : 0.0f;
   ops::dropout_backward<T>(dembedded, in(dembedded), p, key);
@@ -264,8 +262,8 @@ void Transformer<T>::attention_forward(AttentionActivations<T>& a, const Attenti
   ops::split_heads<T>(a.k_heads, in(a.k));
   ops::split_heads<T>(a.v_heads, in(a.v));
   const float p_drop = training ? static_cast<float>(config_.attention_dropout) : 0.0f;
-  ops::attention_forward<T>(a.heads_out, a.probs, in(a.q_heads), in(a.k_heads), in(a.v_heads),
-                            mask, attention_scale(p), p_drop, key);
+  ops::attention_forward<T>(a.heads_out, a.probs, in(a.q_heads), in(a.k_heads), in(a.v_heads), mask,
+                            attention_scale(p), p_drop, key);
   ops::combine_heads<T>(a.combined, in(a.heads_out));
   ops::linear_forward<T>(out.reshape({batch_ * queries, D}), in(rows(a.combined, queries)),
                          in(param(p.out_weight)), in(param(p.out_bias)));
@@ -281,10 +279,9 @@ void Transformer<T>::attention_backward(AttentionActivations<T>& a, const Attent
   const int64_t queries = query_in.dim(1), keys = key_value_in.dim(1);
   auto grad = [&](int index) { return table_.view(grads_.data(), index); };
   TensorView<T> dcombined = shaped(pool_combined_, {batch_ * queries, H * V});
-  ops::linear_backward<T>(dcombined, grad(p.out_weight), grad(p.out_bias),
-                          in(dout.reshape({batch_ * queries, D})),
-                          in(a.combined.reshape({batch_ * queries, H * V})),
-                          in(param(p.out_weight)));
+  ops::linear_backward<T>(
+      dcombined, grad(p.out_weight), grad(p.out_bias), in(dout.reshape({batch_ * queries, D})),
+      in(a.combined.reshape({batch_ * queries, H * V})), in(param(p.out_weight)));
   TensorView<T> dheads_out = shaped(pool_heads_out_, {batch_, H, queries, V});
   ops::split_heads<T>(dheads_out, in(dcombined.reshape({batch_, queries, H * V})));
   TensorView<T> dq_heads = shaped(pool_q_heads_, {batch_, H, queries, K});
@@ -341,9 +338,8 @@ void Transformer<T>::ffn_backward(SublayerActivations<T>& s, const FfnParams& p,
   ops::linear_backward<T>(dhidden, grad(p.fc2_weight), grad(p.fc2_bias),
                           in(dout.reshape({rows, D})), in(hidden), in(param(p.fc2_weight)));
   ops::relu_backward<T>(dhidden, in(dhidden), in(hidden));
-  ops::linear_backward<T>(dx.reshape({rows, D}), grad(p.fc1_weight), grad(p.fc1_bias),
-                          in(dhidden), x.reshape({rows, D}), in(param(p.fc1_weight)),
-                          accumulate);
+  ops::linear_backward<T>(dx.reshape({rows, D}), grad(p.fc1_weight), grad(p.fc1_bias), in(dhidden),
+                          x.reshape({rows, D}), in(param(p.fc1_weight)), accumulate);
 }
 
 template class Transformer<float>;

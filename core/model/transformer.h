@@ -40,11 +40,11 @@ struct LayerParams {
 // from a (B,S,D) input (the same tensor for self-attention).
 template <typename T>
 struct AttentionActivations {
-  TensorView<T> q, k, v;           // (B,T,H*K), (B,S,H*K), (B,S,H*V) projections
+  TensorView<T> q, k, v;                    // (B,T,H*K), (B,S,H*K), (B,S,H*V) projections
   TensorView<T> q_heads, k_heads, v_heads;  // (B,H,T,K), (B,H,S,K), (B,H,S,V)
-  TensorView<T> probs;             // (B,H,T,S)
-  TensorView<T> heads_out;         // (B,H,T,V)
-  TensorView<T> combined;          // (B,T,H*V)
+  TensorView<T> probs;                      // (B,H,T,S)
+  TensorView<T> heads_out;                  // (B,H,T,V)
+  TensorView<T> combined;                   // (B,T,H*V)
 };
 
 // One residual sub-layer: post-LN y = LN(x + drop(f(x))); pre-LN y = x + drop(f(LN(x))).
@@ -56,15 +56,15 @@ struct SublayerActivations {
   TensorView<T> sub_out;       // (B,L,D) f(.) after dropout
   TensorView<T> out;           // (B,L,D) y
   AttentionActivations<T> attention;
-  TensorView<T> hidden;        // (B,L,F) FFN: relu(fc1(.))
+  TensorView<T> hidden;  // (B,L,F) FFN: relu(fc1(.))
 };
 
 template <typename T>
 struct StackActivations {
   TensorView<T> embedded;  // (B,L,D) scale * embedding + positions, after dropout
   std::vector<std::vector<SublayerActivations<T>>> layers;  // [layer][sublayer]
-  TensorView<T> final_normed, final_mean, final_rstd;      // pre-LN final norm
-  TensorView<T> output;    // (B,L,D) the stack's output (a view of one of the above)
+  TensorView<T> final_normed, final_mean, final_rstd;       // pre-LN final norm
+  TensorView<T> output;  // (B,L,D) the stack's output (a view of one of the above)
 };
 
 template <typename T>
@@ -79,7 +79,9 @@ class Transformer {
   std::vector<T>& grads() { return grads_; }
   TensorView<T> param(int index) { return table_.view(params_.data(), index); }
   TensorView<T> param(const std::string& name) { return param(table_.index_of(name)); }
-  TensorView<T> grad(const std::string& name) { return table_.view(grads_.data(), table_.index_of(name)); }
+  TensorView<T> grad(const std::string& name) {
+    return table_.view(grads_.data(), table_.index_of(name));
+  }
   const std::vector<LayerParams>& encoder_layers() const { return encoder_; }
   const std::vector<LayerParams>& decoder_layers() const { return decoder_; }
   int embedding_index() const { return src_embedding_; }

@@ -17,8 +17,8 @@ TensorView<const T> in(TensorView<T> view) {
 
 template <typename T>
 TensorView<T> shaped(TensorView<T> pool, Shape shape) {
-  CHECK(shape.numel() <= pool.numel()) << "workspace pool of " << pool.numel()
-                                       << " elements cannot hold " << shape.str();
+  CHECK(shape.numel() <= pool.numel())
+      << "workspace pool of " << pool.numel() << " elements cannot hold " << shape.str();
   return TensorView<T>(pool.data(), shape);
 }
 
@@ -136,7 +136,8 @@ TensorView<T> Transformer<T>::stack_backward(StackActivations<T>& acts,
       const int64_t layer = static_cast<int64_t>(i);
       const int sub = static_cast<int>(j);
       const uint64_t probs_key = site_key(seed, stack, layer, sub, kAttentionProbs);
-      // dsub: gradient at f's output (before dropout); df_in: gradient at f's input; dx: the new dy.
+      // dsub: gradient at f's output (before dropout); df_in: gradient at f's input; dx: the new
+      // dy.
       TensorView<T> dsub, df_in, dx;
       bool accumulate_f_in = false;
       if (pre) {
@@ -266,14 +267,13 @@ void Transformer<T>::backward(T dloss) {
                  site_key(dropout_seed_, 0, 0, 0, kEmbedding));
 }
 
-#define ATTNLAB_INSTANTIATE_PASSES(T)                                                          \
-  template void Transformer<T>::stack_forward(StackActivations<T>&,                            \
-                                              const std::vector<LayerParams>&, bool, bool,      \
-                                              uint64_t);                                        \
-  template TensorView<T> Transformer<T>::stack_backward(                                       \
-      StackActivations<T>&, const std::vector<LayerParams>&, bool, TensorView<T>, uint64_t);   \
-  template ops::LossSums Transformer<T>::forward(const Batch&, float, bool, uint64_t);         \
-  template TensorView<const T> Transformer<T>::encode(const Batch&);                           \
+#define ATTNLAB_INSTANTIATE_PASSES(T)                                                        \
+  template void Transformer<T>::stack_forward(                                               \
+      StackActivations<T>&, const std::vector<LayerParams>&, bool, bool, uint64_t);          \
+  template TensorView<T> Transformer<T>::stack_backward(                                     \
+      StackActivations<T>&, const std::vector<LayerParams>&, bool, TensorView<T>, uint64_t); \
+  template ops::LossSums Transformer<T>::forward(const Batch&, float, bool, uint64_t);       \
+  template TensorView<const T> Transformer<T>::encode(const Batch&);                         \
   template void Transformer<T>::backward(T);
 
 ATTNLAB_INSTANTIATE_PASSES(float)

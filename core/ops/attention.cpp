@@ -145,10 +145,9 @@ void attention_backward(TensorView<T> dq, TensorView<T> dk, TensorView<T> dv, T*
     for (int64_t s = 0; s < d.keys; ++s) g[s] = p[s] * (g[s] - dot);
   }
   // dq = scale * dlogits K; computed unscaled first so that dscale = sum(q * dlogits K) comes free.
-  blas::gemm_strided_batched<T>(false, false, d.queries, d.key_width, d.keys, T(1),
-                                scratch.data(), d.keys, score_size, k.data(), d.key_width,
-                                d.keys * d.key_width, T(0), dq.data(), d.key_width,
-                                d.queries * d.key_width, pairs);
+  blas::gemm_strided_batched<T>(false, false, d.queries, d.key_width, d.keys, T(1), scratch.data(),
+                                d.keys, score_size, k.data(), d.key_width, d.keys * d.key_width,
+                                T(0), dq.data(), d.key_width, d.queries * d.key_width, pairs);
   const int64_t query_elements = q.numel();
   if (dscale != nullptr) {
     double sum = 0.0;
@@ -157,10 +156,9 @@ void attention_backward(TensorView<T> dq, TensorView<T> dk, TensorView<T> dv, T*
   }
   for (int64_t i = 0; i < query_elements; ++i) dq[i] *= scale;
   // dk (S,K) = scale * dlogits^T (S,T) Q (T,K)
-  blas::gemm_strided_batched<T>(true, false, d.keys, d.key_width, d.queries, scale,
-                                scratch.data(), d.keys, score_size, q.data(), d.key_width,
-                                d.queries * d.key_width, T(0), dk.data(), d.key_width,
-                                d.keys * d.key_width, pairs);
+  blas::gemm_strided_batched<T>(true, false, d.keys, d.key_width, d.queries, scale, scratch.data(),
+                                d.keys, score_size, q.data(), d.key_width, d.queries * d.key_width,
+                                T(0), dk.data(), d.key_width, d.keys * d.key_width, pairs);
 }
 
 template void attention_forward<float>(TensorView<float>, TensorView<float>,
@@ -176,8 +174,8 @@ template void attention_backward<float>(TensorView<float>, TensorView<float>, Te
                                         TensorView<const float>, TensorView<const float>,
                                         TensorView<const float>, TensorView<float>, float, float,
                                         uint64_t);
-template void attention_backward<double>(TensorView<double>, TensorView<double>,
-                                         TensorView<double>, double*, TensorView<const double>,
+template void attention_backward<double>(TensorView<double>, TensorView<double>, TensorView<double>,
+                                         double*, TensorView<const double>,
                                          TensorView<const double>, TensorView<const double>,
                                          TensorView<const double>, TensorView<const double>,
                                          TensorView<double>, double, float, uint64_t);

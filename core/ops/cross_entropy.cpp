@@ -12,12 +12,13 @@ template <typename T>
 LossSums cross_entropy_forward(TensorView<T> log_probs, TensorView<const T> logits,
                                const int32_t* targets, float eps, int32_t pad_id) {
   check_shape(log_probs.shape(), logits.shape(), "cross entropy log_probs");
-  CHECK(logits.shape().rank() == 2) << "cross entropy logits must be (M,N), got "
-                                    << logits.shape().str();
+  CHECK(logits.shape().rank() == 2)
+      << "cross entropy logits must be (M,N), got " << logits.shape().str();
   CHECK(eps >= 0.0f && eps < 1.0f) << "label smoothing must be in [0, 1), got " << eps;
   const int64_t rows = logits.dim(0);
   const int64_t vocab = logits.dim(1);
-  const double off_target = vocab > 1 ? static_cast<double>(eps) / static_cast<double>(vocab - 1) : 0.0;
+  const double off_target =
+      vocab > 1 ? static_cast<double>(eps) / static_cast<double>(vocab - 1) : 0.0;
   const double on_target = 1.0 - static_cast<double>(eps);
   // Validated before the parallel loop: an exception must not leave an OpenMP region.
   for (int64_t m = 0; m < rows; ++m) {

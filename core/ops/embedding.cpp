@@ -13,8 +13,8 @@ void embedding_forward(TensorView<T> out, const int32_t* tokens, TensorView<cons
   check_shape(out.shape(), Shape({rows, width}), "embedding output");
   for (int64_t m = 0; m < rows; ++m) {
     const int32_t token = tokens[m];
-    CHECK(token >= 0 && token < vocab)
-        << "token id " << token << " at row " << m << " outside the vocabulary [0, " << vocab << ")";
+    CHECK(token >= 0 && token < vocab) << "token id " << token << " at row " << m
+                                       << " outside the vocabulary [0, " << vocab << ")";
     const T* source = table.data() + token * width;
     T* target = out.data() + m * width;
     for (int64_t d = 0; d < width; ++d) target[d] = scale * source[d];

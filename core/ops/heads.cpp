@@ -6,7 +6,8 @@ namespace attnlab::ops {
 
 template <typename T>
 void split_heads(TensorView<T> out, TensorView<const T> inp) {
-  CHECK(out.shape().rank() == 4) << "split_heads output must be (B,H,T,K), got " << out.shape().str();
+  CHECK(out.shape().rank() == 4) << "split_heads output must be (B,H,T,K), got "
+                                 << out.shape().str();
   const int64_t batch = out.dim(0), heads = out.dim(1), length = out.dim(2), width = out.dim(3);
   check_shape(inp.shape(), Shape({batch, length, heads * width}), "split_heads input");
   for (int64_t b = 0; b < batch; ++b) {

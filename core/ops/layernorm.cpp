@@ -37,7 +37,8 @@ void layernorm_forward(TensorView<T> out, TensorView<T> mean, TensorView<T> rstd
 }
 
 // With xhat = (x - mean) * rstd and g = dy * weight:
-//   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  dweight += sum_m dy * xhat,  dbias += sum_m dy.
+//   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  dweight += sum_m dy * xhat,  dbias += sum_m
+//   dy.
 template <typename T>
 void layernorm_backward(TensorView<T> dinp, TensorView<T> dweight, TensorView<T> dbias,
                         TensorView<const T> dout, TensorView<const T> inp,
@@ -93,9 +94,9 @@ template void layernorm_backward<float>(TensorView<float>, TensorView<float>, Te
                                         TensorView<const float>, TensorView<const float>,
                                         TensorView<const float>, TensorView<const float>,
                                         TensorView<const float>, bool);
-template void layernorm_backward<double>(TensorView<double>, TensorView<double>,
-                                         TensorView<double>, TensorView<const double>,
+template void layernorm_backward<double>(TensorView<double>, TensorView<double>, TensorView<double>,
                                          TensorView<const double>, TensorView<const double>,
-                                         TensorView<const double>, TensorView<const double>, bool);
+                                         TensorView<const double>, TensorView<const double>,
+                                         TensorView<const double>, bool);
 
 }  // namespace attnlab::ops

@@ -29,8 +29,8 @@ void linear_forward(TensorView<T> out, TensorView<const T> inp, TensorView<const
 
 template <typename T>
 void linear_backward(TensorView<T> dinp, TensorView<T> dweight, TensorView<T> dbias,
-                     TensorView<const T> dout, TensorView<const T> inp,
-                     TensorView<const T> weight, bool accumulate) {
+                     TensorView<const T> dout, TensorView<const T> inp, TensorView<const T> weight,
+                     bool accumulate) {
   const int64_t in_features = weight.dim(1);
   const int64_t out_features = weight.dim(0);
   const int64_t rows = inp.numel() / in_features;

@@ -23,54 +23,54 @@ inline constexpr int64_t kParallelMinElements = 1 << 16;
 
 // ---- linear (linear.cpp): out = inp W^T + b, W stored (out_features, in_features) as in PyTorch.
 template <typename T>
-void linear_forward(TensorView<T> out,               // (M,O)
-                    TensorView<const T> inp,         // (M,I)
-                    TensorView<const T> weight,      // (O,I)
-                    TensorView<const T> bias);       // (O) or empty
+void linear_forward(TensorView<T> out,           // (M,O)
+                    TensorView<const T> inp,     // (M,I)
+                    TensorView<const T> weight,  // (O,I)
+                    TensorView<const T> bias);   // (O) or empty
 template <typename T>
-void linear_backward(TensorView<T> dinp,             // (M,I), assigned (or += if accumulate)
-                     TensorView<T> dweight,          // (O,I), +=
-                     TensorView<T> dbias,            // (O), += (empty if no bias)
-                     TensorView<const T> dout,       // (M,O)
-                     TensorView<const T> inp,        // (M,I)
-                     TensorView<const T> weight,     // (O,I)
+void linear_backward(TensorView<T> dinp,          // (M,I), assigned (or += if accumulate)
+                     TensorView<T> dweight,       // (O,I), +=
+                     TensorView<T> dbias,         // (O), += (empty if no bias)
+                     TensorView<const T> dout,    // (M,O)
+                     TensorView<const T> inp,     // (M,I)
+                     TensorView<const T> weight,  // (O,I)
                      bool accumulate = false);
 
 // ---- embedding (embedding.cpp): out[m] = scale * table[tokens[m]] (scale = sqrt(D) in the paper).
 template <typename T>
-void embedding_forward(TensorView<T> out,            // (M,D)
-                       const int32_t* tokens,        // (M)
-                       TensorView<const T> table,    // (N,D)
+void embedding_forward(TensorView<T> out,          // (M,D)
+                       const int32_t* tokens,      // (M)
+                       TensorView<const T> table,  // (N,D)
                        T scale);
 template <typename T>
-void embedding_backward(TensorView<T> dtable,        // (N,D), +=
-                        TensorView<const T> dout,    // (M,D)
-                        const int32_t* tokens,       // (M)
+void embedding_backward(TensorView<T> dtable,      // (N,D), +=
+                        TensorView<const T> dout,  // (M,D)
+                        const int32_t* tokens,     // (M)
                         T scale);
 
 // ---- positions (positions.cpp)
 // PE(pos,2i) = sin(pos / 10000^(2i/D)), PE(pos,2i+1) = cos(pos / 10000^(2i/D)) (interleaved).
 template <typename T>
-void sinusoidal_table(TensorView<T> table);          // (P,D), filled
+void sinusoidal_table(TensorView<T> table);  // (P,D), filled
 // x[b,t] += table[offset + t]: sinusoidal (fixed table) or learned positions.
 template <typename T>
-void add_positions_forward(TensorView<T> x,          // (B,T,D), in place
+void add_positions_forward(TensorView<T> x,            // (B,T,D), in place
                            TensorView<const T> table,  // (P,D)
                            int64_t offset = 0);
 // Learned positions only: dtable[offset + t] += sum_b dout[b,t].
 template <typename T>
-void add_positions_backward(TensorView<T> dtable,    // (P,D), +=
+void add_positions_backward(TensorView<T> dtable,      // (P,D), +=
                             TensorView<const T> dout,  // (B,T,D)
                             int64_t offset = 0);
 
 // ---- layer norm (layernorm.cpp): out = (x - mean) * rstd * weight + bias over the last axis.
 template <typename T>
-void layernorm_forward(TensorView<T> out,            // (M,D)
-                       TensorView<T> mean,           // (M), saved
-                       TensorView<T> rstd,           // (M), saved
-                       TensorView<const T> inp,      // (M,D)
-                       TensorView<const T> weight,   // (D)
-                       TensorView<const T> bias,     // (D)
+void layernorm_forward(TensorView<T> out,           // (M,D)
+                       TensorView<T> mean,          // (M), saved
+                       TensorView<T> rstd,          // (M), saved
+                       TensorView<const T> inp,     // (M,D)
+                       TensorView<const T> weight,  // (D)
+                       TensorView<const T> bias,    // (D)
                        T eps = T(1e-5));
 template <typename T>
 void layernorm_backward(TensorView<T> dinp,          // (M,D), assigned (or += if accumulate)
@@ -113,7 +113,7 @@ void softmax_backward(TensorView<T> dinp, TensorView<const T> dout, TensorView<c
 
 // ---- heads (heads.cpp): split_heads (B,T,H*K) -> (B,H,T,K) and its inverse combine_heads.
 template <typename T>
-void split_heads(TensorView<T> out, TensorView<const T> inp);    // out (B,H,T,K), inp (B,T,H*K)
+void split_heads(TensorView<T> out, TensorView<const T> inp);  // out (B,H,T,K), inp (B,T,H*K)
 template <typename T>
 void combine_heads(TensorView<T> out, TensorView<const T> inp);  // out (B,T,H*K), inp (B,H,T,K)
 
@@ -128,44 +128,45 @@ struct AttentionMask {
   int64_t query_offset = 0;
 };
 template <typename T>
-void attention_forward(TensorView<T> out,            // (B,H,T,V)
-                       TensorView<T> probs,          // (B,H,T,S), saved (before dropout)
-                       TensorView<const T> q,        // (B,H,T,K)
-                       TensorView<const T> k,        // (B,H,S,K)
-                       TensorView<const T> v,        // (B,H,S,V)
+void attention_forward(TensorView<T> out,      // (B,H,T,V)
+                       TensorView<T> probs,    // (B,H,T,S), saved (before dropout)
+                       TensorView<const T> q,  // (B,H,T,K)
+                       TensorView<const T> k,  // (B,H,S,K)
+                       TensorView<const T> v,  // (B,H,S,V)
                        const AttentionMask& mask, T scale, float dropout_p = 0.0f,
                        uint64_t dropout_key = 0);
 // dscale (nullable) += sum(dlogits * Q K^T): the gradient of a learned scale.
 // scratch holds (B,H,T,S) values.
 template <typename T>
-void attention_backward(TensorView<T> dq,            // (B,H,T,K), assigned
-                        TensorView<T> dk,            // (B,H,S,K), assigned
-                        TensorView<T> dv,            // (B,H,S,V), assigned
-                        T* dscale,                   // scalar, += (nullptr if the scale is fixed)
-                        TensorView<const T> dout,    // (B,H,T,V)
+void attention_backward(TensorView<T> dq,          // (B,H,T,K), assigned
+                        TensorView<T> dk,          // (B,H,S,K), assigned
+                        TensorView<T> dv,          // (B,H,S,V), assigned
+                        T* dscale,                 // scalar, += (nullptr if the scale is fixed)
+                        TensorView<const T> dout,  // (B,H,T,V)
                         TensorView<const T> q, TensorView<const T> k, TensorView<const T> v,
-                        TensorView<const T> probs,   // (B,H,T,S) from forward
-                        TensorView<T> scratch,       // (B,H,T,S)
+                        TensorView<const T> probs,  // (B,H,T,S) from forward
+                        TensorView<T> scratch,      // (B,H,T,S)
                         T scale, float dropout_p = 0.0f, uint64_t dropout_key = 0);
 
 // ---- label-smoothed cross entropy (cross_entropy.cpp).
 // Target distribution q: (1 - eps) on the target, eps / (N - 1) on every other class (the paper,
-// fairseq). loss = -sum_j q_j log p_j; nll = -log p_target. Rows whose target is pad_id are skipped.
+// fairseq). loss = -sum_j q_j log p_j; nll = -log p_target. Rows whose target is pad_id are
+// skipped.
 struct LossSums {
   double loss = 0.0;   // summed label-smoothed loss
   double nll = 0.0;    // summed negative log-likelihood of the targets
   int64_t tokens = 0;  // non-pad targets
 };
 template <typename T>
-LossSums cross_entropy_forward(TensorView<T> log_probs,      // (M,N), saved
-                               TensorView<const T> logits,   // (M,N)
-                               const int32_t* targets,       // (M)
+LossSums cross_entropy_forward(TensorView<T> log_probs,     // (M,N), saved
+                               TensorView<const T> logits,  // (M,N)
+                               const int32_t* targets,      // (M)
                                float eps, int32_t pad_id);
 // dlogits = dloss * (softmax(logits) - q) on non-pad rows, 0 on pad rows. Assigned.
 template <typename T>
-void cross_entropy_backward(TensorView<T> dlogits,           // (M,N)
-                            T dloss,                         // d(objective)/d(summed loss)
-                            TensorView<const T> log_probs,   // (M,N)
+void cross_entropy_backward(TensorView<T> dlogits,          // (M,N)
+                            T dloss,                        // d(objective)/d(summed loss)
+                            TensorView<const T> log_probs,  // (M,N)
                             const int32_t* targets, float eps, int32_t pad_id);
 
 }  // namespace attnlab::ops

@@ -67,7 +67,6 @@ template void sinusoidal_table<double>(TensorView<double>);
 template void add_positions_forward<float>(TensorView<float>, TensorView<const float>, int64_t);
 template void add_positions_forward<double>(TensorView<double>, TensorView<const double>, int64_t);
 template void add_positions_backward<float>(TensorView<float>, TensorView<const float>, int64_t);
-template void add_positions_backward<double>(TensorView<double>, TensorView<const double>,
-                                             int64_t);
+template void add_positions_backward<double>(TensorView<double>, TensorView<const double>, int64_t);
 
 }  // namespace attnlab::ops

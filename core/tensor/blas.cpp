@@ -95,7 +95,9 @@ std::string cpu_vector_extension() {
   while (std::getline(cpuinfo, line)) {
     if (line.rfind("flags", 0) != 0) continue;
     const std::string flags = " " + line.substr(line.find(':') + 1) + " ";
-    auto has = [&](const char* flag) { return flags.find(" " + std::string(flag) + " ") != std::string::npos; };
+    auto has = [&](const char* flag) {
+      return flags.find(" " + std::string(flag) + " ") != std::string::npos;
+    };
     // OpenBLAS's SkylakeX kernels need AVX-512 F, BW, DQ and VL; its Haswell/Zen kernels AVX2+FMA.
     if (has("avx512f") && has("avx512bw") && has("avx512dq") && has("avx512vl")) return "avx512";
     return has("avx2") && has("fma") ? "avx2" : "";

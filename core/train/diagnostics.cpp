@@ -53,15 +53,17 @@ AttentionStatistics attention_statistics(Transformer<float>& model, const Batch&
       stats.labels.push_back(std::string(names[stack]) + ".layers." + std::to_string(layer));
       const AttentionActivations<float>& a = model.attention_activations(stack, layer);
       const float scale = model.attention_scale(model.attention_block_params(stack, layer));
-      const int64_t B = a.probs.dim(0), H = a.probs.dim(1), Tq = a.probs.dim(2), Sk = a.probs.dim(3);
+      const int64_t B = a.probs.dim(0), H = a.probs.dim(1), Tq = a.probs.dim(2),
+                    Sk = a.probs.dim(3);
       const int64_t K = a.q_heads.dim(3);
       for (int64_t h = 0; h < H; ++h) {
         double entropy = 0.0, rows = 0.0;
         double sum = 0.0, sum_squares = 0.0, pairs = 0.0;
         for (int64_t b = 0; b < B; ++b) {
           for (int64_t t = 0; t < Tq; ++t) {
-            const int32_t query_token = queries_are_source ? probe.src[static_cast<size_t>(b * probe.src_length + t)]
-                                                           : probe.tgt_in[static_cast<size_t>(b * probe.tgt_length + t)];
+            const int32_t query_token =
+                queries_are_source ? probe.src[static_cast<size_t>(b * probe.src_length + t)]
+                                   : probe.tgt_in[static_cast<size_t>(b * probe.tgt_length + t)];
             if (query_token == c.pad_id) continue;
             const float* p = a.probs.data() + ((b * H + h) * Tq + t) * Sk;
             double row_entropy = 0.0;
@@ -72,8 +74,9 @@ AttentionStatistics attention_statistics(Transformer<float>& model, const Batch&
             rows += 1.0;
             const float* q = a.q_heads.data() + ((b * H + h) * Tq + t) * K;
             for (int64_t s = 0; s < Sk; ++s) {
-              const int32_t key_token = keys_are_source ? probe.src[static_cast<size_t>(b * probe.src_length + s)]
-                                                        : probe.tgt_in[static_cast<size_t>(b * probe.tgt_length + s)];
+              const int32_t key_token =
+                  keys_are_source ? probe.src[static_cast<size_t>(b * probe.src_length + s)]
+                                  : probe.tgt_in[static_cast<size_t>(b * probe.tgt_length + s)];
               if (key_token == c.pad_id || (stack == 1 && s > t)) continue;
               const float* k = a.k_heads.data() + ((b * H + h) * Sk + s) * K;
               double dot = 0.0;

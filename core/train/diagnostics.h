@@ -22,7 +22,8 @@ LayerValues layer_gradient_norms(const Transformer<float>& model);
 struct AttentionStatistics {
   std::vector<std::string> labels;  // "encoder_self.layers.0", ..., "decoder_cross.layers.5"
   std::vector<double> entropy;      // (blocks, heads): mean entropy (nats) of real query rows
-  std::vector<double> logit_variance;  // (blocks, heads): variance of scale * q.k over visible pairs
+  std::vector<double>
+      logit_variance;  // (blocks, heads): variance of scale * q.k over visible pairs
   int64_t heads = 0;
 };
 

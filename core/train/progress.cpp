@@ -33,9 +33,8 @@ std::string Progress::line(const TrainRow& row) const {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const int64_t done = row.step - start_step_;
-  const double eta = done > 0 ? elapsed / static_cast<double>(done) *
-                                    static_cast<double>(total_ - row.step)
-                              : NAN;
+  const double eta =
+      done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total_ - row.step) : NAN;
   char text[256];
   std::snprintf(text, sizeof(text),
                 "step %ld/%ld  loss %.4f  lr %.2e  %.0f tok/s  elapsed %s  ETA %s",

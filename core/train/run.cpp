@@ -14,8 +14,8 @@
 #include "core/model/param_count.h"
 #include "core/tensor/blas.h"
 #include "core/train/checkpoints.h"
-#include "core/train/diagnostics.h"
 #include "core/train/corpus_source.h"
+#include "core/train/diagnostics.h"
 #include "core/train/progress.h"
 #include "core/train/trainer.h"
 
@@ -43,7 +43,8 @@ void describe_corpus(const DataSource& data, io::RunLog& log, bool quiet) {
   log.set_summary("train_pairs", static_cast<double>(corpus->train_pairs()));
   log.set_summary("train_pairs_skipped", static_cast<double>(corpus->skipped_pairs()));
   if (quiet) return;
-  std::fprintf(stderr, "attnlab: corpus: %ld training pairs (%ld longer than data.max_length "
+  std::fprintf(stderr,
+               "attnlab: corpus: %ld training pairs (%ld longer than data.max_length "
                "skipped), %ld batches per epoch, tokenizer %s\n",
                static_cast<long>(corpus->train_pairs()), static_cast<long>(corpus->skipped_pairs()),
                static_cast<long>(corpus->batches_per_epoch()),
@@ -51,15 +52,19 @@ void describe_corpus(const DataSource& data, io::RunLog& log, bool quiet) {
 }
 
 io::Row train_row(const TrainRow& r) {
-  return {{"step", static_cast<double>(r.step)}, {"tokens", static_cast<double>(r.tokens)},
-          {"loss", r.loss},  {"nll", r.nll},
-          {"lr", r.lr},      {"grad_norm", r.grad_norm},
-          {"tokens_per_sec", r.tokens_per_sec}, {"wall_time", r.wall_time}};
+  return {{"step", static_cast<double>(r.step)},
+          {"tokens", static_cast<double>(r.tokens)},
+          {"loss", r.loss},
+          {"nll", r.nll},
+          {"lr", r.lr},
+          {"grad_norm", r.grad_norm},
+          {"tokens_per_sec", r.tokens_per_sec},
+          {"wall_time", r.wall_time}};
 }
 
 io::Row eval_row(const EvalRow& r) {
-  io::Row row{{"step", static_cast<double>(r.step)}, {"loss", r.loss}, {"nll", r.nll},
-              {"ppl", r.ppl}};
+  io::Row row{
+      {"step", static_cast<double>(r.step)}, {"loss", r.loss}, {"nll", r.nll}, {"ppl", r.ppl}};
   if (r.accuracy >= 0) row.push_back({"accuracy", r.accuracy});
   if (r.bleu >= 0) row.push_back({"bleu", r.bleu});
   return row;
@@ -135,8 +140,8 @@ void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last, doubl
   // Counted FLOPs: 6 x matmul multiply-adds per target token at the dev set's mean lengths.
   const auto& batches = trainer.data().dev_batches();
   if (!batches.empty()) {
-    const double flops = training_flops_per_target_token(c, batches.front().src_length,
-                                                         batches.front().tgt_length);
+    const double flops =
+        training_flops_per_target_token(c, batches.front().src_length, batches.front().tgt_length);
     log.set_summary("train_flops", flops * static_cast<double>(trainer.tokens_seen()));
   }
   log.set_summary("openblas_core", blas::core_name());
@@ -181,8 +186,10 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
           // Killed before its first checkpoint: keep the old log beside the new one.
           const std::string kept = fresh_directory(log_path);
           fs::rename(log_path, kept);
-          std::fprintf(stderr, "attnlab: %s has no checkpoint to resume from; starting again "
-                               "(the old log is kept as %s)\n", dir.c_str(), kept.c_str());
+          std::fprintf(stderr,
+                       "attnlab: %s has no checkpoint to resume from; starting again "
+                       "(the old log is kept as %s)\n",
+                       dir.c_str(), kept.c_str());
         }
       }
     }
@@ -191,8 +198,9 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   comm.broadcast_string(dir, 0);
   comm.broadcast_string(checkpoint_path, 0);
   if (decision[0] == 2) {
-    if (lead) std::printf("%s is already completed; nothing to do (--force starts it again)\n",
-                          dir.c_str());
+    if (lead)
+      std::printf("%s is already completed; nothing to do (--force starts it again)\n",
+                  dir.c_str());
     return 0;
   }
   if (lead) {
@@ -231,7 +239,8 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   TrainerCallbacks callbacks;
   callbacks.on_step = [&](const TrainRow& row) {
     if (!lead) return;
-    if (config.log.every > 0 && (row.step % config.log.every == 0 || row.step == config.train.steps)) {
+    if (config.log.every > 0 &&
+        (row.step % config.log.every == 0 || row.step == config.train.steps)) {
       log->append_train(train_row(row));
     }
     if (!request.quiet) progress.on_step(row);
@@ -293,12 +302,14 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     return kExitPreempted;
   }
   if (lead) {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     write_summary(trainer, *log, last_eval, seconds);
     write_attention_probe(trainer, *log);
     log->set_status(io::RunStatus::completed);
     std::printf("run %s completed: dev ppl %.4f", dir.c_str(), last_eval.ppl);
-    if (last_eval.accuracy >= 0) std::printf(", exact-match accuracy %.2f%%", 100.0 * last_eval.accuracy);
+    if (last_eval.accuracy >= 0)
+      std::printf(", exact-match accuracy %.2f%%", 100.0 * last_eval.accuracy);
     std::printf("\nlog: %s/run.h5\n", dir.c_str());
   }
   return 0;

@@ -10,16 +10,17 @@
 namespace attnlab {
 
 // Exit codes of `attnlab train` besides 0 (completed) and the CLI's 1 and 2.
-inline constexpr int kExitPreempted = 3;  // stopped by SIGTERM/SIGUSR1 after a checkpoint: rerun resumes
+inline constexpr int kExitPreempted =
+    3;  // stopped by SIGTERM/SIGUSR1 after a checkpoint: rerun resumes
 
 struct RunRequest {
   ExperimentConfig config;
-  std::string out_dir;        // the run directory
-  std::string command_line;   // argv joined, for the log
-  std::string run_id;         // stable id (sweeps); empty = derived from the directory name
+  std::string out_dir;       // the run directory
+  std::string command_line;  // argv joined, for the log
+  std::string run_id;        // stable id (sweeps); empty = derived from the directory name
   std::string sweep_id;
-  bool force = false;         // a completed run starts again in a new directory (<out>.1, ...)
-  bool quiet = false;         // no progress output
+  bool force = false;  // a completed run starts again in a new directory (<out>.1, ...)
+  bool quiet = false;  // no progress output
 };
 
 // Trains (or resumes, or skips a completed run) and returns the process exit code:

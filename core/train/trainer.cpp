@@ -33,16 +33,15 @@ std::atomic<bool>& Trainer::stop_requested() {
   return flag;
 }
 
-Trainer::Trainer(const ExperimentConfig& config, std::unique_ptr<DataSource> data,
-                 dist::Comm& comm)
+Trainer::Trainer(const ExperimentConfig& config, std::unique_ptr<DataSource> data, dist::Comm& comm)
     : config_(config),
       data_(std::move(data)),
       comm_(comm),
       model_(config.model, config.seed),
       adam_(model_.table().size(), adam_options(config.train.optimizer)),
       schedule_(schedule_from(config)) {
-  CHECK(config.train.accumulate >= 1) << "train.accumulate must be >= 1, got "
-                                      << config.train.accumulate;
+  CHECK(config.train.accumulate >= 1)
+      << "train.accumulate must be >= 1, got " << config.train.accumulate;
   broadcast_parameters();
 }
 
@@ -68,8 +67,9 @@ void Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
     const Batch global = data_->next_batch();
     const Batch local = split_for_rank(global, rank, world, config_.model.pad_id);
     if (local.size == 0) continue;  // fewer sentences than ranks: this rank adds nothing
-    const uint64_t dropout_seed = rng_key(config_.seed, static_cast<uint64_t>(step_ + 1),
-                                          static_cast<uint64_t>(rank), static_cast<uint64_t>(micro));
+    const uint64_t dropout_seed =
+        rng_key(config_.seed, static_cast<uint64_t>(step_ + 1), static_cast<uint64_t>(rank),
+                static_cast<uint64_t>(micro));
     const ops::LossSums s = model_.forward(local, static_cast<float>(config_.train.label_smoothing),
                                            true, dropout_seed);
     // Gradient of the summed loss; divided by the global token count once it is known.
@@ -112,7 +112,8 @@ TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
     const double step_seconds = std::chrono::duration<double>(now - last).count();
     last = now;
     row.wall_time = std::chrono::duration<double>(now - start).count();
-    row.tokens_per_sec = step_seconds > 0 ? static_cast<double>(tokens_ - tokens_before) / step_seconds : 0.0;
+    row.tokens_per_sec =
+        step_seconds > 0 ? static_cast<double>(tokens_ - tokens_before) / step_seconds : 0.0;
     if (callbacks.on_step) callbacks.on_step(row);
     const bool last_step = step_ == config_.train.steps;
     if ((config_.eval.every > 0 && step_ % config_.eval.every == 0) || last_step) {
@@ -122,8 +123,8 @@ TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
     // Every rank must agree to stop, or one would wait in the next allreduce forever.
     int64_t stop = stop_requested().load() ? 1 : 0;
     comm_.allreduce_sum(&stop, 1);
-    const bool checkpoint_due = config_.train.checkpoint_every > 0 &&
-                                step_ % config_.train.checkpoint_every == 0;
+    const bool checkpoint_due =
+        config_.train.checkpoint_every > 0 && step_ % config_.train.checkpoint_every == 0;
     if ((checkpoint_due || last_step || stop > 0) && callbacks.on_checkpoint) {
       callbacks.on_checkpoint(step_);
     }
@@ -141,8 +142,8 @@ EvalRow Trainer::evaluate(bool with_accuracy) {
   const bool with_bleu = config_.eval.bleu_during_training && data_->has_text();
   BleuStats bleu;
   for (size_t b = static_cast<size_t>(rank); b < batches.size(); b += static_cast<size_t>(world)) {
-    const ops::LossSums s = model_.forward(batches[b], static_cast<float>(config_.train.label_smoothing),
-                                           false, 0);
+    const ops::LossSums s =
+        model_.forward(batches[b], static_cast<float>(config_.train.label_smoothing), false, 0);
     sums[0] += s.loss;
     sums[1] += s.nll;
     sums[2] += static_cast<double>(s.tokens);

@@ -20,30 +20,30 @@ namespace attnlab {
 
 struct TrainRow {
   int64_t step = 0;
-  int64_t tokens = 0;       // target tokens seen so far (all ranks)
-  double loss = 0.0;        // label-smoothed loss per target token, this step
-  double nll = 0.0;         // negative log-likelihood per target token, this step
+  int64_t tokens = 0;  // target tokens seen so far (all ranks)
+  double loss = 0.0;   // label-smoothed loss per target token, this step
+  double nll = 0.0;    // negative log-likelihood per target token, this step
   double lr = 0.0;
-  double grad_norm = 0.0;   // before clipping
+  double grad_norm = 0.0;  // before clipping
   double tokens_per_sec = 0.0;
-  double wall_time = 0.0;   // seconds since this process started training
+  double wall_time = 0.0;  // seconds since this process started training
 };
 
 struct EvalRow {
   int64_t step = 0;
-  double loss = 0.0;        // per target token, no dropout, with the training label smoothing
+  double loss = 0.0;  // per target token, no dropout, with the training label smoothing
   double nll = 0.0;
-  double ppl = 0.0;         // exp(nll)
-  double accuracy = -1.0;   // exact-sequence accuracy of greedy decoding (synthetic tasks)
-  double bleu = -1.0;       // dev BLEU (corpus, eval.bleu_during_training); -1 when not computed
+  double ppl = 0.0;        // exp(nll)
+  double accuracy = -1.0;  // exact-sequence accuracy of greedy decoding (synthetic tasks)
+  double bleu = -1.0;      // dev BLEU (corpus, eval.bleu_during_training); -1 when not computed
 };
 
 enum class TrainOutcome { kCompleted, kPreempted };
 
 struct TrainerCallbacks {
-  std::function<void(const TrainRow&)> on_step;        // every step
-  std::function<void(const EvalRow&)> on_eval;         // every evaluation
-  std::function<void(int64_t step)> on_checkpoint;     // every train.checkpoint_every steps
+  std::function<void(const TrainRow&)> on_step;     // every step
+  std::function<void(const EvalRow&)> on_eval;      // every evaluation
+  std::function<void(int64_t step)> on_checkpoint;  // every train.checkpoint_every steps
   // Every log.diagnostics_every steps, with the step's final gradients (summed over ranks,
   // divided by tokens, before clipping) in model().grads().
   std::function<void(int64_t step)> on_gradients;

@@ -69,11 +69,10 @@ TEST_P(KvCache, IncrementalLogitsEqualFullDecoderOnEveryPrefix) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, KvCache,
-                         ::testing::Combine(::testing::Values(NormPlacement::kPost,
-                                                              NormPlacement::kPre),
-                                            ::testing::Values(PositionKind::kSinusoidal,
-                                                              PositionKind::kLearned)));
+INSTANTIATE_TEST_SUITE_P(
+    Variants, KvCache,
+    ::testing::Combine(::testing::Values(NormPlacement::kPost, NormPlacement::kPre),
+                       ::testing::Values(PositionKind::kSinusoidal, PositionKind::kLearned)));
 
 TEST(KvCache, ReorderKeepsTheSelectedSentences) {
   Transformer<double> model(small_config(NormPlacement::kPost, PositionKind::kSinusoidal), 4);

@@ -63,8 +63,8 @@ TEST_P(ModelGradCheck, EveryParameterMatchesCentralDifferences) {
 
   std::vector<test::GradTensor> tensors;
   for (const ParamEntry& e : model.table().entries()) {
-    tensors.push_back({e.name, model.params().data() + e.offset, analytic.data() + e.offset,
-                       e.shape.numel()});
+    tensors.push_back(
+        {e.name, model.params().data() + e.offset, analytic.data() + e.offset, e.shape.numel()});
   }
   auto objective = [&] { return model.forward(batch, kSmoothing, true, kDropoutSeed).loss; };
   test::GradCheckOptions options;
@@ -101,8 +101,8 @@ TEST(ModelGradCheck, UntiedEmbeddingsWithOutputBias) {
   const std::vector<double> analytic = model.grads();
   std::vector<test::GradTensor> tensors;
   for (const ParamEntry& e : model.table().entries()) {
-    tensors.push_back({e.name, model.params().data() + e.offset, analytic.data() + e.offset,
-                       e.shape.numel()});
+    tensors.push_back(
+        {e.name, model.params().data() + e.offset, analytic.data() + e.offset, e.shape.numel()});
   }
   auto objective = [&] { return model.forward(batch, 0.0f, false, 0).loss; };
   test::GradCheckOptions options;

@@ -1,7 +1,8 @@
 // Parameter counts: the name table against the closed-form formula, and the paper's base model.
+#include "core/model/param_count.h"
+
 #include <gtest/gtest.h>
 
-#include "core/model/param_count.h"
 #include "core/model/param_table.h"
 
 namespace attnlab {
