@@ -118,15 +118,19 @@ lint: configure
 format:
 	clang-format -i $(FORMAT_FILES)
 
-# Runs every benchmark binary that bench/ builds into $(BUILD_DIR)/bench.
-bench: build
-	@if [[ ! -f bench/CMakeLists.txt ]]; then echo "bench: no bench/ suite"; exit 0; fi; \
-	binaries=$$(find $(BUILD_DIR)/bench -maxdepth 1 -type f -perm -u+x 2>/dev/null | sort); \
-	if [[ -z $$binaries ]]; then echo "bench: $(BUILD_DIR)/bench holds no binaries"; exit 1; fi; \
-	for binary in $$binaries; do echo "== $$binary"; "$$binary" $(BENCH_ARGS); done
+# Builds the benchmark binaries and runs bench/run_bench.py: attnlab against PyTorch (Debian's
+# python3-torch) alternately on the same CPU, results in docs/results/bench.md (about 15 minutes
+# on an idle 2-core machine). BENCH_ARGS=--quick for a short run.
+bench: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target attnlab_kernels attnlab_train_bench
+	$(PYTHON) bench/run_bench.py --build-dir $(BUILD_DIR) $(BENCH_ARGS)
 
-run: build
-	./$(BUILD_DIR)/attnlab train -c experiments/tasks/reverse.yaml
+# The most complete end-to-end path: train the reverse task (resumed or skipped when already done)
+# and summarise the run, whose last dev exact-match accuracy is the result.
+run: deps build
+	./$(BUILD_DIR)/attnlab train -c experiments/tasks/reverse.yaml --out runs/reverse
+	./$(BUILD_DIR)/attnlab inspect runs/reverse
+	@echo "run log: runs/reverse/run.h5 (read it with h5py; see docs/hdf5-schema.md)"
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)
