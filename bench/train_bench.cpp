@@ -6,6 +6,7 @@
 //   attnlab_train_bench --config tiny|small|base [--threads 1] [--steps 5] [--warmup 1]
 //                       [--decode-repeats 3] [--beam 4]
 #include <omp.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -35,12 +36,44 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// CPU seconds of every thread of this process: on a shared machine the wall clock also counts the
+// time other processes held the core, CPU time does not.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 double median(std::vector<double> values) {
   CHECK(!values.empty()) << "median of no values";
   std::sort(values.begin(), values.end());
   const size_t mid = values.size() / 2;
   return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
+
+// One flat JSON object, keys in insertion order.
+class JsonLine {
+ public:
+  JsonLine& add(const std::string& key, const std::string& value) {
+    return raw(key, "\"" + value + "\"");
+  }
+  JsonLine& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
+  JsonLine& add(const std::string& key, double value) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.6g", value);
+    return raw(key, text);
+  }
+  JsonLine& add(const std::string& key, int64_t value) { return raw(key, std::to_string(value)); }
+  JsonLine& add(const std::string& key, int value) { return raw(key, std::to_string(value)); }
+  std::string str() const { return "{" + body_ + "}"; }
+
+ private:
+  JsonLine& raw(const std::string& key, const std::string& value) {
+    body_ += (body_.empty() ? "\"" : ", \"") + key + "\": " + value;
+    return *this;
+  }
+  std::string body_;
+};
 
 struct Options {
   std::string config;
@@ -52,6 +85,7 @@ struct Options {
   int new_tokens = 32;  // decoding: tokens produced per sentence
   int decode_batch = 32;
   int decode_source = 32;
+  int peak_repeats = 8;  // sgemm calls for the MFU peak; 0 skips it (profiling runs)
 };
 
 int parse_int(const std::string& flag, const char* value) {
@@ -79,14 +113,19 @@ Options parse_options(int argc, char** argv) {
       o.decode_repeats = parse_int(flag, value);
     } else if (flag == "--beam") {
       o.beam = parse_int(flag, value);
+    } else if (flag == "--peak-repeats") {
+      o.peak_repeats = parse_int(flag, value);
     } else {
       CHECK(false) << "unknown flag " << flag
-                   << " (known: --config --threads --steps --warmup --decode-repeats --beam)";
+                   << " (known: --config --threads --steps --warmup --decode-repeats --beam "
+                      "--peak-repeats)";
     }
   }
   CHECK(!o.config.empty()) << "--config tiny|small|base is required";
-  CHECK(o.threads >= 1 && o.steps >= 1 && o.warmup >= 0 && o.decode_repeats >= 0 && o.beam >= 0)
-      << "need --threads >= 1, --steps >= 1, --warmup >= 0, --decode-repeats >= 0, --beam >= 0";
+  CHECK(o.threads >= 1 && o.steps >= 1 && o.warmup >= 0 && o.decode_repeats >= 0 && o.beam >= 0 &&
+        o.peak_repeats >= 0)
+      << "need --threads >= 1, --steps >= 1 and --warmup, --decode-repeats, --beam, "
+         "--peak-repeats >= 0";
   return o;
 }
 
@@ -132,38 +171,53 @@ double peak_rss_mib() {
   return -1.0;
 }
 
-// Best of several 1024^3 sgemm calls through blas::gemm, in GFLOP/s: the MFU denominator.
-double sgemm_peak_gflops() {
+// Best of several 1024^3 sgemm calls through blas::gemm, in GFLOP/s: the MFU denominator, per
+// wall second and per CPU second (all threads).
+struct Peak {
+  double wall_gflops = 0.0, cpu_gflops = 0.0;
+};
+Peak sgemm_peak_gflops(int repeats) {
+  if (repeats == 0) return Peak{};
   constexpr int64_t n = 1024;
   std::vector<float> a(n * n), b(n * n), c(n * n);
   Rng rng(7);
   for (float& x : a) x = static_cast<float>(rng.uniform(-1, 1));
   for (float& x : b) x = static_cast<float>(rng.uniform(-1, 1));
-  double best = 1e30;
-  for (int rep = 0; rep < 8; ++rep) {
+  Peak peak;
+  double best_wall = 1e30, best_cpu = 1e30;
+  for (int rep = 0; rep < repeats; ++rep) {
     const auto start = Clock::now();
+    const double cpu_start = process_cpu_seconds();
     blas::gemm<float>(false, true, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-    best = std::min(best, seconds_since(start));
+    best_cpu = std::min(best_cpu, process_cpu_seconds() - cpu_start);
+    best_wall = std::min(best_wall, seconds_since(start));
   }
-  return 2.0 * n * n * n / best / 1e9;
+  const double flops = 2.0 * static_cast<double>(n * n * n);
+  return Peak{flops / best_wall / 1e9, flops / best_cpu / 1e9};
 }
 
 struct DecodeResult {
-  double seconds = 0.0;  // median over repeats, encoder included
-  int64_t tokens = 0;    // tokens produced in the last repeat (all sentences)
+  double seconds = 0.0;      // median over repeats, encoder included
+  double cpu_seconds = 0.0;  // the same in process CPU time
+  int64_t tokens = 0;        // tokens produced in the last repeat (all sentences)
 };
 
+// With `warmup`, one untimed run first (first touch of the workspace); beam search reuses the
+// greedy warm-up, as the PyTorch reference does.
 template <typename Run>
-DecodeResult time_decode(int repeats, Run run) {
+DecodeResult time_decode(int repeats, bool warmup, Run run) {
   DecodeResult result;
-  result.tokens = run();  // warm-up: first-touch of caches and workspace
-  std::vector<double> times;
+  if (warmup) result.tokens = run();
+  std::vector<double> times, cpu_times;
   for (int r = 0; r < repeats; ++r) {
+    const double cpu_start = process_cpu_seconds();
     const auto start = Clock::now();
     result.tokens = run();
     times.push_back(seconds_since(start));
+    cpu_times.push_back(process_cpu_seconds() - cpu_start);
   }
   result.seconds = median(times);
+  result.cpu_seconds = median(cpu_times);
   return result;
 }
 
@@ -173,14 +227,15 @@ int run(const Options& o) {
   const BenchConfig& bc = find_bench_config(o.config);
   const ModelConfig config = model_config(bc);
 
-  const double peak_gflops = sgemm_peak_gflops();
+  const Peak peak = sgemm_peak_gflops(o.peak_repeats);
   Transformer<float> model(config, 1);
   Adam adam(model.table().size(), AdamOptions{0.9, 0.98, 1e-9});
 
-  std::vector<double> forward, backward, optimizer, total;
+  std::vector<double> forward, backward, optimizer, total, cpu;
   double loss = 0.0;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
     const Batch batch = random_batch(config, bc.sentences, bc.length, 100 + step);
+    const double cpu0 = process_cpu_seconds();
     const auto t0 = Clock::now();
     const ops::LossSums sums = model.forward(batch, 0.1f, true, rng_key(1, step));
     const auto t1 = Clock::now();
@@ -189,6 +244,7 @@ int run(const Options& o) {
     adam.step(model.params().data(), model.grads().data(), 1e-4);
     model.zero_grads();
     const auto t3 = Clock::now();
+    const double cpu_seconds = process_cpu_seconds() - cpu0;
     loss = sums.loss / static_cast<double>(sums.tokens);
     if (step < o.warmup) continue;
     auto span = [](Clock::time_point a, Clock::time_point b) {
@@ -198,19 +254,30 @@ int run(const Options& o) {
     backward.push_back(span(t1, t2));
     optimizer.push_back(span(t2, t3));
     total.push_back(span(t0, t3));
+    cpu.push_back(cpu_seconds);
   }
   const double rss = peak_rss_mib();
   const double tokens_per_step = static_cast<double>(bc.sentences * bc.length);
   const double step_seconds = median(total);
   const double tokens_per_second = tokens_per_step / step_seconds;
   const double flops_per_token = training_flops_per_target_token(config, bc.length, bc.length);
-  const double mfu = tokens_per_second * flops_per_token / (peak_gflops * 1e9);
+  const double step_cpu_seconds = median(cpu);
+  const double mfu =
+      peak.wall_gflops > 0 ? tokens_per_second * flops_per_token / (peak.wall_gflops * 1e9) : 0.0;
+  const double mfu_cpu = peak.cpu_gflops > 0 ? tokens_per_step * flops_per_token /
+                                                   step_cpu_seconds / (peak.cpu_gflops * 1e9)
+                                             : 0.0;
 
   DecodeResult greedy, beam;
   if (o.decode_repeats > 0) {
     Batch source = random_batch(config, o.decode_batch, o.decode_source, 7);
+    // Random weights can make eos the most likely token and end decoding at once; a zero output
+    // row gives eos logit 0, below the best of N random logits, so every sentence runs the full
+    // new_tokens steps, as in the PyTorch loop (which does the same).
+    TensorView<float> output = model.param(model.output_weight_index());
+    std::fill_n(output.data() + config.eos_id * config.d_model, config.d_model, 0.0f);
     // greedy_decode runs max_length + 1 decoder steps; new_tokens steps in all.
-    greedy = time_decode(o.decode_repeats, [&] {
+    greedy = time_decode(o.decode_repeats, true, [&] {
       int64_t produced = 0;
       for (const auto& out : greedy_decode(model, source, o.new_tokens - 1)) produced += out.size();
       return produced;
@@ -221,7 +288,7 @@ int run(const Options& o) {
       options.beam = o.beam;
       options.alpha = 0.6;
       options.max_len_offset = std::max(0, o.new_tokens - o.decode_source);
-      beam = time_decode(o.decode_repeats, [&] {
+      beam = time_decode(o.decode_repeats, false, [&] {
         int64_t produced = 0;
         for (const auto& h : beam_decode(model, source, options)) produced += h.tokens.size();
         return produced;
@@ -229,19 +296,21 @@ int run(const Options& o) {
     }
   }
 
-  std::printf(
-      "{\"impl\": \"attnlab\", \"config\": \"%s\", \"threads\": %d, \"steps\": %d, \"warmup\": %d, "
-      "\"params\": %lld, \"tokens_per_step\": %.0f, \"loss\": %.4f, "
-      "\"forward_s\": %.6f, \"backward_s\": %.6f, \"optimizer_s\": %.6f, \"step_s\": %.6f, "
-      "\"tokens_per_s\": %.2f, \"peak_rss_mib\": %.1f, \"sgemm_peak_gflops\": %.2f, "
-      "\"flops_per_token\": %.1f, \"mfu\": %.4f, "
-      "\"greedy_s\": %.6f, \"greedy_tokens\": %lld, \"beam\": %d, \"beam_s\": %.6f, "
-      "\"beam_tokens\": %lld, \"decode_batch\": %d, \"openblas_core\": \"%s\"}\n",
-      o.config.c_str(), o.threads, o.steps, o.warmup, static_cast<long long>(model.table().size()),
-      tokens_per_step, loss, median(forward), median(backward), median(optimizer), step_seconds,
-      tokens_per_second, rss, peak_gflops, flops_per_token, mfu, greedy.seconds,
-      static_cast<long long>(greedy.tokens), o.beam, beam.seconds,
-      static_cast<long long>(beam.tokens), o.decode_batch, blas::core_name().c_str());
+  JsonLine out;
+  out.add("impl", "attnlab").add("config", o.config).add("threads", o.threads);
+  out.add("steps", o.steps).add("warmup", o.warmup).add("params", model.table().size());
+  out.add("tokens_per_step", tokens_per_step).add("loss", loss);
+  out.add("forward_s", median(forward)).add("backward_s", median(backward));
+  out.add("optimizer_s", median(optimizer)).add("step_s", step_seconds);
+  out.add("step_cpu_s", step_cpu_seconds).add("tokens_per_s", tokens_per_second);
+  out.add("tokens_per_cpu_s", tokens_per_step / step_cpu_seconds).add("peak_rss_mib", rss);
+  out.add("sgemm_peak_gflops", peak.wall_gflops).add("sgemm_peak_cpu_gflops", peak.cpu_gflops);
+  out.add("flops_per_token", flops_per_token).add("mfu", mfu).add("mfu_cpu", mfu_cpu);
+  out.add("greedy_s", greedy.seconds).add("greedy_cpu_s", greedy.cpu_seconds);
+  out.add("greedy_tokens", greedy.tokens).add("beam", o.beam).add("beam_s", beam.seconds);
+  out.add("beam_cpu_s", beam.cpu_seconds).add("beam_tokens", beam.tokens);
+  out.add("decode_batch", o.decode_batch).add("openblas_core", blas::core_name());
+  std::printf("%s\n", out.str().c_str());
   return 0;
 }
 

@@ -1,0 +1,419 @@
+#!/usr/bin/python3
+"""attnlab vs PyTorch on the same CPU: runs both benches alternately and writes the results.
+
+Every (configuration, threads) row runs attnlab_train_bench and bench/torch_reference.py in fresh
+processes, alternating which goes first, `repeats` times; the report shows medians over those
+processes and the ratio attnlab/PyTorch, checks the targets of issue 10, and records the machine,
+the OpenBLAS kernel each side loaded, the thread settings and the load average (the machine may be
+shared). The kernel microbenchmarks (attnlab_kernels) run once per thread count.
+
+    /usr/bin/python3 bench/run_bench.py [--build-dir build] [--quick] [--output docs/results/bench.md]
+
+`make bench` builds the binaries and runs this script.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Targets of issue 10: attnlab/PyTorch training throughput per configuration, MFU on base at one
+# thread, greedy decoding speed, and peak training RSS (attnlab/PyTorch at most this).
+THROUGHPUT_TARGETS = {"tiny": 2.0, "small": 1.5, "base": 1.25}
+MFU_TARGET = 0.60
+GREEDY_TARGET = 10.0
+RSS_TARGET = 0.5
+
+
+class Row:
+    """One (configuration, threads) pair and how hard to measure it."""
+
+    def __init__(self, config, threads, steps, warmup, repeats, decode):
+        self.config, self.threads = config, threads
+        self.steps, self.warmup, self.repeats, self.decode = steps, warmup, repeats, decode
+
+    @property
+    def key(self):
+        return f"{self.config} t{self.threads}"
+
+
+def plan(args):
+    """The rows of a full run (about 15 minutes on an idle 2-core machine) or of --quick."""
+    if args.quick:
+        return [Row("tiny", 1, 2, 1, 1, True), Row("tiny", 2, 2, 1, 1, False),
+                Row("small", 1, 2, 1, 1, True)]
+    rows = []
+    for config in args.configs:
+        for threads in args.threads:
+            if config == "base":
+                # One warm-up step excluded, two measured, one process pair per thread count.
+                rows.append(Row(config, threads, 2, 1, 1, threads == 1))
+            else:
+                rows.append(Row(config, threads, 3, 1, args.repeats, threads == 1))
+    return rows
+
+
+def openblas_coretype():
+    """OPENBLAS_CORETYPE as set by the user, else the one cluster/env.sh picks for this CPU."""
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        return os.environ["OPENBLAS_CORETYPE"], "from the environment"
+    picked = subprocess.run(["bash", str(ROOT / "cluster" / "env.sh")], capture_output=True,
+                            text=True, check=False).stdout.strip()
+    return picked, "from cluster/env.sh" if picked else "chosen by OpenBLAS"
+
+
+def child_env(threads, coretype):
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = str(threads)
+    env["OPENBLAS_NUM_THREADS"] = str(threads)
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
+    return env
+
+
+def run_json(command, env, log):
+    """Runs one bench process; returns its JSON line (the last line of stdout)."""
+    start = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    seconds = time.monotonic() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} exited with {done.returncode}:\n{done.stderr}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    log(f"    {result['impl']:8s} {result['config']:5s} t{result['threads']}: "
+        f"{result['tokens_per_s']:8.1f} tok/s, step {result['step_s']:.3f} s, "
+        f"RSS {result['peak_rss_mib']:.0f} MiB  ({seconds:.0f} s)")
+    return result
+
+
+def bench_commands(row, build_dir, beam):
+    common = ["--config", row.config, "--threads", str(row.threads), "--steps", str(row.steps),
+              "--warmup", str(row.warmup), "--decode-repeats", "1" if row.decode else "0",
+              "--beam", str(beam)]
+    return {
+        "attnlab": [str(build_dir / "bench" / "attnlab_train_bench")] + common,
+        "torch": [sys.executable, str(ROOT / "bench" / "torch_reference.py")] + common,
+    }
+
+
+def measure(rows, args, coretype, log):
+    """{row key: {"attnlab": [results], "torch": [results]}}, implementations alternated."""
+    results = {row.key: {"attnlab": [], "torch": []} for row in rows}
+    for repeat in range(max(row.repeats for row in rows)):
+        for index, row in enumerate(rows):
+            if repeat >= row.repeats:
+                continue
+            log(f"  round {repeat + 1}, {row.key}")
+            commands = bench_commands(row, args.build_dir, args.beam)
+            order = ["attnlab", "torch"] if (repeat + index) % 2 == 0 else ["torch", "attnlab"]
+            for impl in order:
+                if impl == "torch" and args.no_torch:
+                    continue
+                env = child_env(row.threads, coretype)
+                results[row.key][impl].append(run_json(commands[impl], env, log))
+    return results
+
+
+def med(runs, field):
+    values = [r[field] for r in runs if r.get(field) is not None]
+    return statistics.median(values) if values else float("nan")
+
+
+def verdict(ratio, target, higher_is_better=True):
+    """'met (1.43x of 1.25x)' or 'MISSED by 28%'."""
+    if ratio != ratio:  # NaN: nothing to compare
+        return "n/a"
+    if higher_is_better:
+        if ratio >= target:
+            return f"met, {ratio / target:.2f}x the target"
+        return f"MISSED by {100 * (1 - ratio / target):.0f}% (needs {target / ratio:.2f}x faster)"
+    if ratio <= target:
+        return f"met, {target / ratio:.2f}x below the limit"
+    return f"MISSED by {100 * (ratio / target - 1):.0f}% (needs {ratio / target:.2f}x less)"
+
+
+def run_kernels(build_dir, threads, coretype, quick, log):
+    """attnlab_kernels at `threads`, as Google Benchmark JSON."""
+    command = [str(build_dir / "bench" / "attnlab_kernels"), f"--threads={threads}",
+               "--benchmark_format=json", f"--benchmark_min_time={0.02 if quick else 0.2}"]
+    if quick:
+        command.append("--benchmark_filter=tiny|peak|L=(32|128)")
+    log(f"  kernels, {threads} thread(s)")
+    done = subprocess.run(command, capture_output=True, text=True, check=False,
+                          env=child_env(threads, coretype))
+    if done.returncode != 0:
+        raise RuntimeError(f"attnlab_kernels exited with {done.returncode}:\n{done.stderr}")
+    return json.loads(done.stdout)["benchmarks"]
+
+
+def machine():
+    model, cores = platform.processor(), os.cpu_count()
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        for line in lscpu.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return model, cores
+
+
+def git_commit():
+    done = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "unknown"
+
+
+def fmt(value, spec=".1f"):
+    return "n/a" if value != value else format(value, spec)
+
+
+def training_table(rows, results):
+    lines = ["| config | threads | attnlab tok/s | PyTorch tok/s | ratio | target | verdict | "
+             "tok/CPU-s ratio | ceiling |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        a, t = results[row.key]["attnlab"], results[row.key]["torch"]
+        ratio = med(a, "tokens_per_s") / med(t, "tokens_per_s")
+        cpu_ratio = med(a, "tokens_per_cpu_s") / med(t, "tokens_per_cpu_s")
+        target = THROUGHPUT_TARGETS[row.config]
+        # The ratio attnlab would reach running every counted FLOP at the sgemm peak (100% MFU).
+        ceiling = (med(a, "sgemm_peak_cpu_gflops") * 1e9
+                   / (med(t, "tokens_per_cpu_s") * med(a, "flops_per_token")))
+        lines.append(f"| {row.config} | {row.threads} | {fmt(med(a, 'tokens_per_s'))} | "
+                     f"{fmt(med(t, 'tokens_per_s'))} | {fmt(ratio, '.2f')}x | >= {target}x | "
+                     f"{verdict(ratio, target)} | {fmt(cpu_ratio, '.2f')}x | "
+                     f"{fmt(ceiling, '.2f')}x |")
+    return lines
+
+
+def split_table(rows, results):
+    lines = ["| config | threads | impl | forward ms | backward ms | optimizer ms | step ms | "
+             "step CPU ms | communication |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        for impl in ("attnlab", "torch"):
+            runs = results[row.key][impl]
+            if not runs:
+                continue
+            ms = {f: 1000 * med(runs, f) for f in
+                  ("forward_s", "backward_s", "optimizer_s", "step_s", "step_cpu_s")}
+            lines.append(f"| {row.config} | {row.threads} | {impl} | {fmt(ms['forward_s'])} | "
+                         f"{fmt(ms['backward_s'])} | {fmt(ms['optimizer_s'])} | "
+                         f"{fmt(ms['step_s'])} | {fmt(ms['step_cpu_s'])} | 0 (one process) |")
+    return lines
+
+
+def mfu_table(rows, results):
+    lines = ["| config | threads | FLOPs/token | sgemm peak GFLOP/s (wall / CPU) | attnlab MFU "
+             "(wall / CPU) | PyTorch MFU (wall / CPU) | target |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        a, t = results[row.key]["attnlab"], results[row.key]["torch"]
+        flops = med(a, "flops_per_token")
+        peak, peak_cpu = med(a, "sgemm_peak_gflops"), med(a, "sgemm_peak_cpu_gflops")
+        torch_mfu = med(t, "tokens_per_s") * flops / (peak * 1e9)
+        torch_mfu_cpu = med(t, "tokens_per_cpu_s") * flops / (peak_cpu * 1e9)
+        target = ""
+        if row.config == "base" and row.threads == 1:
+            target = f">= {MFU_TARGET:.0%}: {verdict(med(a, 'mfu'), MFU_TARGET)}"
+        lines.append(f"| {row.config} | {row.threads} | {flops / 1e6:.1f} M | {fmt(peak)} / "
+                     f"{fmt(peak_cpu)} | {fmt(100 * med(a, 'mfu'))}% / "
+                     f"{fmt(100 * med(a, 'mfu_cpu'))}% | {fmt(100 * torch_mfu)}% / "
+                     f"{fmt(100 * torch_mfu_cpu)}% | {target} |")
+    return lines
+
+
+def rss_table(rows, results):
+    lines = ["| config | threads | attnlab MiB | PyTorch MiB | ratio | target | verdict |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        a, t = results[row.key]["attnlab"], results[row.key]["torch"]
+        ratio = med(a, "peak_rss_mib") / med(t, "peak_rss_mib")
+        lines.append(f"| {row.config} | {row.threads} | {fmt(med(a, 'peak_rss_mib'), '.0f')} | "
+                     f"{fmt(med(t, 'peak_rss_mib'), '.0f')} | {fmt(ratio, '.2f')}x | "
+                     f"<= {RSS_TARGET}x | {verdict(ratio, RSS_TARGET, higher_is_better=False)} |")
+    return lines
+
+
+def decode_table(rows, results):
+    lines = ["| config | search | attnlab sent/s | PyTorch sent/s | ratio | target | verdict | "
+             "sent/CPU-s ratio | tokens (attnlab / PyTorch) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        if not row.decode:
+            continue
+        a, t = results[row.key]["attnlab"], results[row.key]["torch"]
+        if not a:
+            continue
+        searches = [("greedy", "greedy", GREEDY_TARGET)]
+        if a[0]["beam"] > 0:
+            searches.append((f"beam {a[0]['beam']}", "beam", None))
+        for search, field, target in searches:
+            batch = a[0]["decode_batch"]
+            mine, theirs = batch / med(a, f"{field}_s"), batch / med(t, f"{field}_s")
+            ratio = mine / theirs
+            cpu_ratio = med(t, f"{field}_cpu_s") / med(a, f"{field}_cpu_s")
+            goal = f">= {target:g}x" if target else "-"
+            lines.append(f"| {row.config} | {search} | {fmt(mine)} | {fmt(theirs)} | "
+                         f"{fmt(ratio, '.1f')}x | {goal} | "
+                         f"{verdict(ratio, target) if target else '-'} | "
+                         f"{fmt(cpu_ratio, '.1f')}x | "
+                         f"{fmt(med(a, field + '_tokens'), '.0f')} / "
+                         f"{fmt(med(t, field + '_tokens'), '.0f')} |")
+    return lines
+
+
+def kernel_table(kernels):
+    lines = ["| threads | benchmark | wall ms | CPU ms | rate |", "|---|---|---|---|---|"]
+    for threads, entries in kernels.items():
+        for e in entries:
+            scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[e.get("time_unit", "ns")]
+            if "FLOPS" in e:
+                rate = f"{e['FLOPS'] / 1e9:.1f} GFLOP/s"
+                if "probs_MB" in e:
+                    rate += f", probs {e['probs_MB']:.1f} MB"
+            elif "bytes_per_second" in e:
+                rate = f"{e['bytes_per_second'] / 1e9:.2f} GB/s"
+            elif "items_per_second" in e:
+                rate = f"{e['items_per_second'] / 1e3:.1f} k rows/s"
+            else:
+                rate = ""
+            lines.append(f"| {threads} | {e['name']} | {e['real_time'] * scale:.3f} | "
+                         f"{e['cpu_time'] * scale:.3f} | {rate} |")
+    return lines
+
+
+def report(rows, results, kernels, context):
+    a_any = next(r for key in results for r in results[key]["attnlab"])
+    t_any = next((r for key in results for r in results[key]["torch"]), {})
+    lines = [
+        "# attnlab vs PyTorch: training and decoding on the same CPU",
+        "",
+        f"Written by `bench/run_bench.py` ({context['mode']}) on {context['date']}, "
+        f"commit {context['commit']}, in {context['minutes']:.1f} minutes.",
+        "",
+        "## Machine and settings",
+        f"- CPU: {context['cpu']}, {context['cores']} cores",
+        f"- Load average (1/5/15 min) at start: {context['load_start']}, at end: "
+        f"{context['load_end']}. The machine is shared: other processes took part of the cores, "
+        "so wall-clock numbers carry their noise; both sides ran alternately under the same load, "
+        "and the CPU-time columns (process CPU seconds) are less sensitive to it.",
+        f"- OpenBLAS kernel: attnlab {a_any['openblas_core']}, PyTorch "
+        f"{t_any.get('openblas_core', 'n/a')}; OPENBLAS_CORETYPE={context['coretype'] or '(unset)'}"
+        f" ({context['coretype_source']})",
+        "- Threads: OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = the row's thread count; attnlab "
+        "calls blas::set_threads and omp_set_num_threads, PyTorch torch.set_num_threads (and one "
+        "inter-op thread)",
+        f"- PyTorch {t_any.get('torch_version', 'n/a')} (Debian python3-torch) on the same "
+        "OpenBLAS; attnlab built Release",
+        "- Model: the paper's post-LN Transformer, tied embeddings (scaled by sqrt(d_model)), "
+        "sinusoidal positions, dropout 0.1 on sub-layer outputs and embedding sums, label "
+        "smoothing 0.1, Adam (0.9, 0.98, 1e-9). nn.Transformer's extra dropouts (attention "
+        "probabilities, inside the FFN) are switched off so both sides compute the same model; "
+        "parameter counts agree. Random token batches without padding.",
+        "- Each row: fresh processes, implementations alternated; medians over processes of the "
+        "median step (warm-up steps excluded). Decoding: batch 32, source 32, 32 new tokens; "
+        "attnlab with its KV cache, PyTorch with nn.Transformer's standard loop (the decoder "
+        "re-run over the prefix at every step).",
+        "",
+        "## Training throughput (target tokens/s)",
+        "Ratio = attnlab/PyTorch of the wall-clock medians; 'tok/CPU-s ratio' the same in process "
+        "CPU time; 'ceiling' the ratio attnlab would reach if every counted FLOP ran at the "
+        "measured sgemm peak (100% MFU, CPU time): a target above it cannot be met by faster "
+        "non-GEMM code alone with the same OpenBLAS.",
+        "",
+        *training_table(rows, results),
+        "",
+        "## Step time split",
+        *split_table(rows, results),
+        "",
+        "## Model FLOPs utilisation",
+        "FLOPs per target token from core/model/param_count.h (matmuls only, forward + backward = "
+        "3x forward); peak = best 1024^3 sgemm through blas::gemm in the same process and thread "
+        "count. PyTorch's MFU uses the same FLOP count and peak.",
+        "",
+        *mfu_table(rows, results),
+        "",
+        "## Peak RSS while training (VmHWM after the training steps)",
+        *rss_table(rows, results),
+        "",
+        "## Decoding speed (sentences/s, one thread)",
+        *decode_table(rows, results),
+        "",
+        "## Kernel microbenchmarks (attnlab_kernels)",
+        *kernel_table(kernels),
+        "",
+    ]
+    notes = ROOT / "bench" / "PROFILE.md"
+    if notes.exists():
+        lines += [notes.read_text(encoding="utf-8").rstrip(), ""]
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build-dir", type=Path, default=ROOT / "build")
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "results" / "bench.md")
+    parser.add_argument("--quick", action="store_true", help="a short run (tiny and small)")
+    parser.add_argument("--repeats", type=int, default=3, help="process pairs per tiny/small row")
+    parser.add_argument("--configs", default="tiny,small,base")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--beam", type=int, default=4, help="beam size; 0 skips beam search")
+    parser.add_argument("--no-torch", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--no-kernels", action="store_true")
+    args = parser.parse_args()
+    args.configs = [c for c in args.configs.split(",") if c]
+    args.threads = [int(t) for t in args.threads.split(",") if t]
+    args.build_dir = args.build_dir.resolve()
+    for binary in ("attnlab_train_bench", "attnlab_kernels"):
+        if not (args.build_dir / "bench" / binary).exists():
+            sys.exit(f"run_bench: {args.build_dir / 'bench' / binary} is missing; "
+                     "build it first (make bench does)")
+
+    probe = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True,
+                           check=False)
+    if probe.returncode != 0 and not args.no_torch:
+        sys.exit(f"run_bench: {sys.executable} cannot import torch; install Debian's "
+                 "python3-torch (apt-get install python3-torch) and run with /usr/bin/python3")
+
+    def log(message):
+        print(message, flush=True)
+
+    started = time.monotonic()
+    load_start = "%.2f %.2f %.2f" % os.getloadavg()
+    coretype, coretype_source = openblas_coretype()
+    rows = plan(args)
+    log(f"run_bench: {len(rows)} rows, OPENBLAS_CORETYPE={coretype or '(unset)'} "
+        f"({coretype_source}), load {load_start}")
+    results = measure(rows, args, coretype, log)
+    kernels = {}
+    if not args.no_kernels:
+        for threads in sorted({row.threads for row in rows}):
+            kernels[threads] = run_kernels(args.build_dir, threads, coretype, args.quick, log)
+    cpu, cores = machine()
+    context = {
+        "mode": "--quick" if args.quick else "full run",
+        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "commit": git_commit(), "minutes": (time.monotonic() - started) / 60,
+        "cpu": cpu, "cores": cores, "load_start": load_start,
+        "load_end": "%.2f %.2f %.2f" % os.getloadavg(),
+        "coretype": coretype, "coretype_source": coretype_source,
+    }
+    text = report(rows, results, kernels, context)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text, encoding="utf-8")
+    print(text)
+    log(f"run_bench: wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
