@@ -1,0 +1,137 @@
+// `attnlab eval RUN_DIR`: decodes a split of a corpus run with beam search (newest checkpoint, or
+// the average of the last K), scores BLEU (sacreBLEU-compatible) and per-piece perplexity,
+// writes them to the run file under /eval_<split> and the hypotheses to RUN_DIR/hyp.<split>.txt.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "core/app/cli.h"
+#include "core/data/corpus.h"
+#include "core/io/h5.h"
+#include "core/metrics/bleu.h"
+#include "core/metrics/perplexity.h"
+#include "core/tensor/blas.h"
+#include "core/train/corpus_source.h"
+#include "core/util/check.h"
+
+namespace attnlab::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Writes `lines` to `path` through a temporary name, so a failure leaves no partial file.
+void write_lines_atomically(const std::string& path, const std::vector<std::string>& lines) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    CHECK(out.good()) << "cannot write " << temporary;
+    for (const std::string& line : lines) out << line << "\n";
+    out.flush();
+    CHECK(out.good()) << "error while writing " << temporary;
+  }
+  fs::rename(temporary, path);
+}
+
+std::string joined(const std::vector<std::string>& values) {
+  std::string text;
+  for (const std::string& value : values) text += (text.empty() ? "" : ",") + value;
+  return text;
+}
+
+int run_eval(const std::vector<std::string>& args) {
+  po::options_description options("eval options");
+  options.add_options()("run", po::value<std::string>(), "run directory (holds run.h5 and ckpt/)")(
+      "split", po::value<std::string>()->default_value("dev"),
+      "dev or test (data.dev / data.test)")("beam", po::value<int64_t>(),
+                                            "beam size (default: eval.beam of the run)")(
+      "alpha", po::value<double>(), "length penalty alpha (default: eval.length_penalty)")(
+      "max-len-offset", po::value<int64_t>(), "output length <= source length + this")(
+      "average", po::value<int64_t>(),
+      "average the last K checkpoints (default: eval.average_last; 0 = newest only)")(
+      "group", po::value<std::string>(), "run-file group for the results (default: eval_<split>)")(
+      "threads", po::value<int>(), "BLAS threads (default: cluster.threads_per_rank)");
+  po::positional_options_description positional;
+  positional.add("run", 1);
+  po::variables_map values;
+  if (!parse("eval", "RUN_DIR [--split dev|test] [--beam 4 --alpha 0.6 --average K]", args, options,
+             positional, values)) {
+    return kExitOk;
+  }
+  if (!values.count("run")) throw UsageError("eval needs a run directory: attnlab eval RUN_DIR");
+  const std::string run_dir = values["run"].as<std::string>();
+  const std::string split = values["split"].as<std::string>();
+  if (split != "dev" && split != "test") {
+    throw UsageError("--split must be dev or test, got '" + split + "'");
+  }
+  const ExperimentConfig stored = load_run_config(run_dir);
+  const int64_t average =
+      values.count("average") ? values["average"].as<int64_t>() : stored.eval.average_last;
+  if (average < 0) throw UsageError("--average must be >= 0");
+  BeamOptions beam{stored.eval.beam, stored.eval.length_penalty, stored.eval.max_len_offset};
+  if (values.count("beam")) beam.beam = values["beam"].as<int64_t>();
+  if (values.count("alpha")) beam.alpha = values["alpha"].as<double>();
+  if (values.count("max-len-offset")) beam.max_len_offset = values["max-len-offset"].as<int64_t>();
+  if (beam.beam < 1) throw UsageError("--beam must be >= 1");
+  blas::set_threads(values.count("threads") ? values["threads"].as<int>()
+                                            : static_cast<int>(stored.cluster.threads_per_rank));
+
+  RunModel run = load_run_model(run_dir, average);
+  const SplitFiles& files = split == "dev" ? run.config.data.dev : run.config.data.test;
+  CHECK(!files.src.empty() && !files.tgt.empty())
+      << "the run's config names no data." << split << " files";
+  const ParallelText text = read_parallel_text(files.src, files.tgt);
+  const EvalSet set = make_eval_set(text, run.tokenizer, run.config.train.batch_tokens,
+                                    run.config.data.max_length, run.config.model);
+  const auto start = std::chrono::steady_clock::now();
+  const Translation translation = translate_set(*run.model, run.tokenizer, set, beam, true);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const BleuScore bleu = corpus_bleu(translation.hypotheses, text.tgt);
+  const double ppl = perplexity(translation.nll_sum, translation.target_tokens);
+
+  const std::string hyp_path = run_dir + "/hyp." + split + ".txt";
+  write_lines_atomically(hyp_path, translation.hypotheses);
+  const std::string group_name =
+      values.count("group") ? values["group"].as<std::string>() : "eval_" + split;
+  {
+    h5::File file = h5::File::open_unlocked(run_dir + "/run.h5", h5::Access::write);
+    h5::Group group = file.root().require_group(group_name);
+    group.set_double("bleu", bleu.score);
+    group.set_string("bleu_signature", bleu_signature());
+    group.set_string("bleu_detail", bleu.format());
+    group.set_double("ppl", ppl);
+    group.set_double("nll", translation.nll_sum / static_cast<double>(translation.target_tokens));
+    group.set_int("target_tokens", translation.target_tokens);
+    group.set_int("sentences", set.sentences);
+    group.set_int("truncated", set.truncated);
+    group.set_int("step", run.step);
+    group.set_int("beam", beam.beam);
+    group.set_double("length_penalty", beam.alpha);
+    group.set_int("max_len_offset", beam.max_len_offset);
+    group.set_int("average_last", average);
+    group.set_string("checkpoints", joined(run.checkpoints));
+    group.set_string("source", files.src);
+    group.set_string("reference", files.tgt);
+    group.set_string("hypotheses", hyp_path);
+    group.set_double("decode_seconds", seconds);
+    file.flush();
+  }
+  std::printf(
+      "%s %s (step %ld, %s, beam %ld, alpha %.2f): %zu sentences in %.1f s\n", run_dir.c_str(),
+      split.c_str(), static_cast<long>(run.step),
+      average >= 1 ? ("average of last " + std::to_string(average)).c_str() : "newest checkpoint",
+      static_cast<long>(beam.beam), beam.alpha, translation.hypotheses.size(), seconds);
+  std::printf("%s\nsignature: %s\nppl %.4f (per piece, %ld target tokens)\n", bleu.format().c_str(),
+              bleu_signature().c_str(), ppl, static_cast<long>(translation.target_tokens));
+  std::printf("hypotheses: %s\nresults: %s/run.h5 /%s\n", hyp_path.c_str(), run_dir.c_str(),
+              group_name.c_str());
+  return kExitOk;
+}
+
+const CommandRegistration kRegister{
+    "eval", "beam-search a corpus run's dev/test split: BLEU, perplexity, hypotheses", &run_eval};
+
+}  // namespace
+}  // namespace attnlab::cli
