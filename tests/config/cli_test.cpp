@@ -2,6 +2,7 @@
 // the sweep manifest, and `params` reproducing the analytic counts of every Table 3 row.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -35,7 +36,9 @@ std::string slurp(const std::string& path) {
 
 // Runs attnlab with `args` (shell words) from the source directory.
 Result run(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "attnlab_cli_stderr.txt";
+  // ctest runs test cases in parallel processes: each needs its own stderr file.
+  const std::string err_path =
+      testing::TempDir() + "attnlab_cli_stderr." + std::to_string(getpid()) + ".txt";
   const std::string command =
       "cd '" + kSource + "' && '" + kBinary + "' " + args + " 2>'" + err_path + "'";
   Result result;
