@@ -13,9 +13,9 @@
 #include "core/config/config.h"
 #include "core/data/synthetic.h"
 #include "core/decode/average.h"
+#include "core/io/checkpoint_dir.h"
 #include "core/io/h5.h"
 #include "core/io/run_log.h"
-#include "core/train/checkpoints.h"
 #include "core/util/check.h"
 
 namespace attnlab {
@@ -211,18 +211,9 @@ RunModel load_run_model(const std::string& run_dir, int64_t average) {
   CHECK(config.data.task == "corpus") << run_dir << " trained data.task '" << config.data.task
                                       << "': translation needs a corpus run (data.task corpus)";
   Tokenizer tokenizer = load_corpus_tokenizer(config, false);
-  std::vector<std::string> paths;
-  if (average >= 1) {
-    paths = last_checkpoints(run_dir, average);
-  } else {
-    std::string warning;
-    const std::string newest = newest_valid_checkpoint(run_dir, &warning);
-    CHECK(!newest.empty()) << run_dir << " has no intact checkpoint in " << run_dir << "/ckpt"
-                           << (warning.empty() ? "" : " (" + warning + ")");
-    paths.push_back(newest);
-  }
-  // The embedding table's rows are the vocabulary the checkpoint was trained with.
-  for (const std::string& path : paths) {
+  auto model = std::make_unique<Transformer<float>>(config.model, config.seed);
+  // The embedding table's rows are the vocabulary a checkpoint was trained with.
+  auto check_vocabulary = [&](const std::string& path) {
     const h5::File file = h5::File::open(path, h5::Access::read);
     const char* embedding = "encoder.embed_tokens.weight";
     CHECK(file.root().has_group("params") && file.root().group("params").has_dataset(embedding))
@@ -231,9 +222,37 @@ RunModel load_run_model(const std::string& run_dir, int64_t average) {
     CHECK(rows == tokenizer.vocab_size())
         << "vocabulary mismatch: checkpoint " << path << " was trained with " << rows
         << " pieces but tokenizer " << tokenizer.model_path() << " has " << tokenizer.vocab_size();
+  };
+  std::vector<std::string> paths;
+  if (average >= 1) {
+    paths = last_checkpoints(run_dir, average);
+    for (const std::string& path : paths) check_vocabulary(path);
+    average_checkpoints(paths, model->table(), model->params().data());
+  } else {
+    // The newest checkpoint whose /params read back intact (checksums verified); only /params
+    // is needed here, so this works for every checkpoint layout that stores them.
+    const io::CheckpointDir dir(run_dir + "/ckpt");
+    const std::vector<int64_t> steps = dir.steps();
+    std::string skipped;
+    for (auto it = steps.rbegin(); it != steps.rend() && paths.empty(); ++it) {
+      const std::string path = dir.path_for(*it);
+      try {
+        h5::File::open(path, h5::Access::read);
+      } catch (const Error& error) {  // truncated or not HDF5: an interrupted write
+        skipped += std::string(skipped.empty() ? "" : "; ") + error.what();
+        continue;
+      }
+      check_vocabulary(path);  // a readable file of another vocabulary is an error, not damage
+      try {
+        read_checkpoint_params(path, model->table(), model->params().data());
+        paths.push_back(path);
+      } catch (const Error& error) {
+        skipped += std::string(skipped.empty() ? "" : "; ") + error.what();
+      }
+    }
+    CHECK(!paths.empty()) << run_dir << " has no readable checkpoint in " << dir.dir()
+                          << (skipped.empty() ? "" : " (" + skipped + ")");
   }
-  auto model = std::make_unique<Transformer<float>>(config.model, config.seed);
-  average_checkpoints(paths, model->table(), model->params().data());
   int64_t step = 0;
   for (const std::string& path : paths) step = std::max(step, checkpoint_step(path));
   return RunModel{std::move(config), std::move(tokenizer), std::move(model), std::move(paths),
