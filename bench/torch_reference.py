@@ -27,12 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# name: (d_model, heads, d_ff, encoder layers, decoder layers, vocabulary, sentences, length)
-CONFIGS = {
-    "tiny": (128, 4, 512, 2, 2, 8000, 64, 32),
-    "small": (256, 4, 1024, 3, 3, 8000, 64, 32),
-    "base": (512, 8, 2048, 6, 6, 37000, 32, 64),
-}
+from bench_configs import CONFIGS
+
 PAD, BOS, EOS = 0, 1, 2
 
 
