@@ -7,7 +7,7 @@ processes and the ratio attnlab/PyTorch, checks the targets of issue 10, and rec
 the OpenBLAS kernel each side loaded, the thread settings and the load average (the machine may be
 shared). The kernel microbenchmarks (attnlab_kernels) run once per thread count.
 
-    /usr/bin/python3 bench/run_bench.py [--build-dir build] [--quick] [--output docs/results/bench.md]
+    /usr/bin/python3 bench/run_bench.py [--build-dir build] [--quick] [--output FILE.md]
 
 `make bench` builds the binaries and runs this script.
 """
@@ -357,9 +357,9 @@ def report(rows, results, kernels, context):
         *rss_table(rows, results),
         "",
         "## Decoding speed (sentences/s, one thread)",
-        "'FLOP ratio': multiply-adds of the re-run loop over those of the KV cache for one sentence "
-        "(bench/bench_configs.py): the speed-up the cache gives at equal efficiency per FLOP. For "
-        "32 new tokens it stays below 10x on all three configurations (it grows with the output "
+        "'FLOP ratio': multiply-adds of the re-run loop over those of the KV cache for one "
+        "sentence (bench/bench_configs.py): the speed-up the cache gives at equal efficiency per "
+        "FLOP. For 32 new tokens it stays below 10x on all three configurations (it grows with the output "
         "length), so the 10x target also asks attnlab to run each FLOP faster than PyTorch does.",
         "",
         *decode_table(rows, results),
@@ -371,11 +371,15 @@ def report(rows, results, kernels, context):
     notes = ROOT / "bench" / "PROFILE.md"
     if notes.exists():
         lines += [notes.read_text(encoding="utf-8").rstrip(), ""]
+    kept = ("name", "real_time", "cpu_time", "time_unit", "FLOPS", "probs_MB",
+            "bytes_per_second", "items_per_second")
     raw = {"rows": [vars(row) for row in rows], "results": results,
-           "kernels": {str(k): v for k, v in kernels.items()}, "context": context}
+           "kernels": {str(k): [{f: e[f] for f in kept if f in e} for e in v]
+                       for k, v in kernels.items()},
+           "context": context}
     lines += ["<details><summary>Raw results (JSON; <code>run_bench.py --render-from</code> "
               "re-renders this page from it)</summary>", "", RAW_BEGIN,
-              json.dumps(raw, indent=1), RAW_END, "", "</details>", ""]
+              json.dumps(raw), RAW_END, "", "</details>", ""]
     return "\n".join(lines)
 
 
