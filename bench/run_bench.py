@@ -360,7 +360,8 @@ def report(rows, results, kernels, context):
         "'FLOP ratio': multiply-adds of the re-run loop over those of the KV cache for one "
         "sentence (bench/bench_configs.py): the speed-up the cache gives at equal efficiency per "
         "FLOP. For 32 new tokens it stays below 10x on all three configurations (it grows with "
-        "the output length), so the 10x target also asks attnlab to run each FLOP faster than PyTorch does.",
+        "the output length), so the 10x target also asks attnlab to run each FLOP faster than "
+        "PyTorch does.",
         "",
         *decode_table(rows, results),
         "",
