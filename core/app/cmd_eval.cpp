@@ -1,6 +1,7 @@
 // `attnlab eval RUN_DIR`: decodes a split of a corpus run with beam search (newest checkpoint, or
 // the average of the last K), scores BLEU (sacreBLEU-compatible) and per-piece perplexity,
-// writes them to the run file under /eval_<split> and the hypotheses to RUN_DIR/hyp.<split>.txt.
+// writes them to the run file under /eval_<split> and the hypotheses to RUN_DIR/hyp.<split>.txt
+// (with --group G: /G and RUN_DIR/hyp.G.txt).
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -50,7 +51,8 @@ int run_eval(const std::vector<std::string>& args) {
       "max-len-offset", po::value<int64_t>(), "output length <= source length + this")(
       "average", po::value<int64_t>(),
       "average the last K checkpoints (default: eval.average_last; 0 = newest only)")(
-      "group", po::value<std::string>(), "run-file group for the results (default: eval_<split>)")(
+      "group", po::value<std::string>(),
+      "run-file group for the results (default: eval_<split>; also names hyp.<group>.txt)")(
       "threads", po::value<int>(), "BLAS threads (default: cluster.threads_per_rank)");
   po::positional_options_description positional;
   positional.add("run", 1);
@@ -91,10 +93,12 @@ int run_eval(const std::vector<std::string>& args) {
   const BleuScore bleu = corpus_bleu(translation.hypotheses, text.tgt);
   const double ppl = perplexity(translation.nll_sum, translation.target_tokens);
 
-  const std::string hyp_path = run_dir + "/hyp." + split + ".txt";
-  write_lines_atomically(hyp_path, translation.hypotheses);
   const std::string group_name =
       values.count("group") ? values["group"].as<std::string>() : "eval_" + split;
+  // hyp.<split>.txt, or hyp.<group>.txt for a named group (so evaluations do not overwrite).
+  const std::string hyp_path =
+      run_dir + "/hyp." + (values.count("group") ? group_name : split) + ".txt";
+  write_lines_atomically(hyp_path, translation.hypotheses);
   {
     h5::File file = h5::File::open_unlocked(run_dir + "/run.h5", h5::Access::write);
     h5::Group group = file.root().require_group(group_name);

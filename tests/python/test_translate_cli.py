@@ -102,7 +102,7 @@ def test_eval_writes_bleu_ppl_and_hypotheses(attnlab, trained):
 def test_translate_round_trip_matches_eval_and_keeps_lines(attnlab, trained):
     attnlab_in(attnlab, trained, "eval", "run", "--split", "test", "--average", "0",
                "--group", "eval_test_newest")
-    hypotheses = (trained / "run" / "hyp.test.txt").read_text(encoding="utf-8")
+    hypotheses = (trained / "run" / "hyp.eval_test_newest.txt").read_text(encoding="utf-8")
     source = (FIXTURE / "test.en").read_text(encoding="utf-8")
     translated = subprocess.run([str(attnlab), "translate", "run", "--average", "0"], cwd=trained,
                                 input=source, capture_output=True, text=True, check=True)
