@@ -94,16 +94,29 @@ TEST(KvCache, ReorderKeepsTheSelectedSentences) {
   for (int64_t j = 0; j < 13; ++j) EXPECT_NEAR(reordered[13 + j], expected[j], 1e-12);
 }
 
-TEST(Greedy, StopsAtEosAndRespectsMaxLength) {
-  Transformer<double> model(small_config(NormPlacement::kPre, PositionKind::kSinusoidal), 2);
+TEST(Greedy, NeverEmitsPadOrBosAndStopsAtMaxLength) {
+  ModelConfig config = small_config(NormPlacement::kPre, PositionKind::kSinusoidal);
+  config.tie_embeddings = false;
+  config.output_bias = true;
+  Transformer<double> model(config, 2);
+  // pad and bos become the most likely tokens by far and eos the least likely: decoding must skip
+  // pad and bos and run to exactly max_length tokens.
+  TensorView<double> bias = model.param("decoder.output_projection.bias");
+  bias[config.pad_id] = 1e3;
+  bias[config.bos_id] = 1e3;
+  bias[config.eos_id] = -1e3;
   Batch source;
-  source.size = 1;
+  source.size = 2;
   source.src_length = 3;
-  source.src = {3, 4, 2};
+  source.src = {3, 4, 2, 5, 2, 0};
   const auto outputs = greedy_decode(model, source, 5);
-  ASSERT_EQ(outputs.size(), 1u);
-  EXPECT_LE(outputs[0].size(), 6u);
-  for (int32_t token : outputs[0]) EXPECT_NE(token, model.config().eos_id);
+  ASSERT_EQ(outputs.size(), 2u);
+  for (const auto& output : outputs) {
+    EXPECT_EQ(output.size(), 5u);
+    for (int32_t token : output) {
+      EXPECT_GE(token, 3) << "pad, bos or eos emitted";
+    }
+  }
 }
 
 }  // namespace
