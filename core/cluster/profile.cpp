@@ -111,7 +111,7 @@ SlurmProfile load_profile(const std::string& path) {
       "overcommit", "launcher", "max_running", "signal_seconds", "sbatch", "env",   "setup"};
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string key = it->first.Scalar();
-    const YAML::Node& value = it->second;
+    const YAML::Node value = it->second;  // a copy: the iterator's pair is a temporary
     const std::string at = where(path, it->first, key);
     if (!known.count(key)) {
       std::string list;

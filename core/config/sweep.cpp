@@ -163,7 +163,9 @@ Sweep expand(const std::string& path, const std::vector<std::string>& sets) {
       if (!it->second.IsSequence() || it->second.size() == 0) {
         fail(location(file, it->second), "sweep.grid." + axis.key + ": expected a list of values");
       }
-      for (const YAML::Node& value : it->second) axis.values.push_back(value);
+      // A copy: yaml-cpp's iterator hands out a temporary pair, so a reference would dangle.
+      const YAML::Node values = it->second;
+      for (const YAML::Node& value : values) axis.values.push_back(value);
       grid.push_back(axis);
     }
   }
