@@ -9,6 +9,24 @@
 
 namespace attnlab {
 
+namespace workspace {
+
+// A pool viewed with the shape of one use; the pool must be large enough.
+template <typename T>
+TensorView<T> shaped(TensorView<T> pool, Shape shape) {
+  CHECK(shape.numel() <= pool.numel())
+      << "workspace pool of " << pool.numel() << " elements cannot hold " << shape.str();
+  return TensorView<T>(pool.data(), shape);
+}
+
+// The read-only view an op takes as input.
+template <typename T>
+TensorView<const T> in(TensorView<T> view) {
+  return view;
+}
+
+}  // namespace workspace
+
 template <typename T>
 class Arena {
  public:

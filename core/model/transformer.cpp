@@ -9,23 +9,8 @@
 namespace attnlab {
 namespace {
 
-template <typename T>
-TensorView<T> shaped(TensorView<T> pool, Shape shape) {
-  CHECK(shape.numel() <= pool.numel())
-      << "workspace pool of " << pool.numel() << " elements cannot hold " << shape.str();
-  return TensorView<T>(pool.data(), shape);
-}
-
-template <typename T>
-TensorView<const T> in(TensorView<T> view) {
-  return view;
-}
-
-template <typename T>
-void copy(TensorView<T> to, TensorView<const T> from) {
-  check_shape(to.shape(), from.shape(), "copy");
-  std::memcpy(to.data(), from.data(), static_cast<size_t>(from.numel()) * sizeof(T));
-}
+using workspace::in;
+using workspace::shaped;
 
 AttentionParams attention_params(const ParamTable& t, const std::string& prefix, bool learned) {
   AttentionParams p{t.index_of(prefix + ".q_proj.weight"),   t.index_of(prefix + ".q_proj.bias"),

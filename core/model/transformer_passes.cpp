@@ -10,17 +10,8 @@
 namespace attnlab {
 namespace {
 
-template <typename T>
-TensorView<const T> in(TensorView<T> view) {
-  return view;
-}
-
-template <typename T>
-TensorView<T> shaped(TensorView<T> pool, Shape shape) {
-  CHECK(shape.numel() <= pool.numel())
-      << "workspace pool of " << pool.numel() << " elements cannot hold " << shape.str();
-  return TensorView<T>(pool.data(), shape);
-}
+using workspace::in;
+using workspace::shaped;
 
 enum DropoutKind : uint64_t { kEmbedding = 1, kSublayer = 2, kAttentionProbs = 3 };
 uint64_t site_key(uint64_t seed, int stack, int64_t layer, int sublayer, DropoutKind kind) {
