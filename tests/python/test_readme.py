@@ -1,0 +1,298 @@
+"""Everything the README tells a reader to type works, and everything it points at exists.
+
+The tour is run line by line, in order, in a temporary directory (runs/ and runs-slurm/ are
+redirected there) with the changes a test needs: the training run stops after a few steps, the
+local sweep of experiments/small/study.yaml runs a tiny reverse-task sweep of the same name (the
+study itself is expanded by the tour's own --dry-run line and trained by `make run`), and the Slurm
+submission gets --dry-run (tests/python/test_slurm_sweep.py submits real job arrays to
+cluster/local-slurm.sh). Every line of every shell block must be one this file knows how to check,
+so a new README line without a test fails here. Besides: every `attnlab` command and option the
+README uses is in docs/cli.md, every make target is in the Makefile, every path and link exists,
+`make run` does what the README says, and every measured number is quoted from the page it links."""
+
+import os
+import re
+import shlex
+import subprocess
+
+from conftest import ROOT, run_attnlab
+
+README = ROOT / "README.md"
+CLI = ROOT / "docs" / "cli.md"
+MAKEFILE = ROOT / "Makefile"
+STUDY = "experiments/small/study.yaml"
+REVERSE = ROOT / "experiments" / "tasks" / "reverse.yaml"
+
+# The reverse task at a size that trains in about a second; for the local sweep of the tour.
+TINY_STUDY = f"""\
+base: {REVERSE}
+name: study
+model: {{encoder_layers: 1, decoder_layers: 1, d_model: 32, d_ff: 64, heads: 4, d_k: 8, d_v: 8}}
+data: {{synthetic: {{train_size: 2000, dev_size: 50}}}}
+train: {{batch_tokens: 400, steps: 12, checkpoint_every: 6}}
+eval: {{every: 6}}
+log: {{every: 2}}
+cluster: {{ranks: 1, threads_per_rank: 1}}
+sweep:
+  rows:
+    - {{name: base, group: base}}
+    - {{name: pre-LN, group: norm, set: {{model.norm: pre}}}}
+"""
+
+
+def readme():
+    return README.read_text()
+
+
+def shell_blocks(markdown):
+    return re.findall(r"^```sh\n(.*?)^```", markdown, flags=re.S | re.M)
+
+
+def command_lines(block):
+    """The block's commands: continuation lines joined, comments and blank lines dropped."""
+    lines = []
+    pending = ""
+    for raw in block.splitlines():
+        line = pending + raw.strip()
+        if line.endswith("\\"):
+            pending = line[:-1] + " "
+            continue
+        pending = ""
+        words = shlex.split(line, comments=True)
+        if words:
+            lines.append(words)
+    assert not pending, f"a block ends in a continuation: {block}"
+    return lines
+
+
+def readme_commands():
+    return [words for block in shell_blocks(readme()) for words in command_lines(block)]
+
+
+def attnlab_invocations():
+    """(command, [options]) of every `./build/attnlab` line of the README's shell blocks and every
+    `attnlab <command>` named in its prose."""
+    found = []
+    for words in readme_commands():
+        if words[0] == "./build/attnlab":
+            found.append((words[1], [w.split("=")[0] for w in words[2:] if w.startswith("-")]))
+    for text in re.findall(r"`(?:\./build/)?attnlab ([a-z]+)((?: [^`]*)?)`", readme()):
+        command, rest = text
+        found.append((command, re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", rest)))
+    return found
+
+
+def cli_sections():
+    """{command: its --help text} from docs/cli.md."""
+    page = CLI.read_text()
+    return dict(re.findall(r"^## attnlab ([a-z]+)\n.*?```text\n(.*?)```", page, flags=re.S | re.M))
+
+
+def make_targets():
+    return set(re.findall(r"^([a-z][a-z-]*):", MAKEFILE.read_text(), re.M))
+
+
+# Static checks.
+
+def test_every_attnlab_command_and_option_is_in_the_cli_reference():
+    sections = cli_sections()
+    invocations = attnlab_invocations()
+    assert len(invocations) >= 15, invocations
+    for command, options in invocations:
+        assert command in sections, f"README uses `attnlab {command}`, not in docs/cli.md"
+        for option in options:
+            assert re.search(rf"(^|\s|\[ ){re.escape(option)}(\s|\]|$)", sections[command], re.M), \
+                f"README uses `attnlab {command} {option}`, not in its --help (docs/cli.md)"
+
+
+def test_every_make_target_exists():
+    targets = make_targets()
+    used = {words[1] for words in readme_commands() if words[0] == "make" and len(words) > 1}
+    used |= set(re.findall(r"`make ([a-z-]+)", readme()))
+    assert {"run", "test", "deps", "build"} <= used
+    assert used <= targets, used - targets
+    assert re.search(r"^\.DEFAULT_GOAL := all$", MAKEFILE.read_text(), re.M) and "all" in targets
+
+
+# Paths a reader gets only after running something: they are checked by what makes them.
+GENERATED = ("runs/", "runs-slurm/", "build/", "build-asan/", "data/bible/", ".ci/")
+
+
+def test_every_path_and_link_exists():
+    text = readme()
+    missing = []
+    links = re.findall(r"\]\(([^)#\s]+)(?:#([^)]*))?\)", text)
+    for target, anchor in links:
+        path = ROOT / target
+        if target.startswith(GENERATED):
+            continue
+        if not path.exists():
+            missing.append(f"link {target}")
+        elif anchor:
+            headings = re.findall(r"^#+ (.*)$", path.read_text(), re.M)
+            slugs = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+            if anchor not in slugs:
+                missing.append(f"heading #{anchor} in {target}")
+    mentioned = set(re.findall(r"(?<![\w./<-])((?:[\w.-]+/)+[\w.-]+\.(?:yaml|md|py|sh|h5|txt))",
+                               text))
+    mentioned |= set(re.findall(r"`((?:core|tests|docs|analysis|cluster|tools|experiments)"
+                                r"/[\w./-]*)`", text))
+    assert len(mentioned) >= 15, mentioned
+    for path in sorted(mentioned):
+        if "<" not in path and not path.startswith(GENERATED) and not (ROOT / path).exists():
+            missing.append(f"path {path}")
+    assert not missing, "the README points at what does not exist: " + ", ".join(
+        dict.fromkeys(missing))
+
+
+def test_the_data_card_is_written_by_attnlab_data_bible():
+    # The README links data/bible/DATA_CARD.md, which `attnlab data bible` (make run) writes.
+    script = (ROOT / "experiments" / "data" / "bible.py").read_text()
+    assert re.search(r'^CARD = "DATA_CARD.md"$', script, re.M), "bible.py no longer writes it"
+    assert (ROOT / "tests" / "python" / "test_bible_data.py").is_file()
+
+
+def test_make_run_does_what_the_readme_says():
+    recipe = re.search(r"^run:.*?\n((?:\t.*\n|\s*\n)+)", MAKEFILE.read_text(), re.M)
+    assert recipe, "the Makefile has no run target"
+    prerequisites = re.search(r"^run:(.*)$", MAKEFILE.read_text(), re.M).group(1).split()
+    assert {"deps", "build"} <= set(prerequisites), prerequisites
+    body = recipe.group(1)
+    for part in ("data bible --out data/bible", STUDY, "--launcher local", "report",
+                 "runs/study/report/report.md"):
+        assert part in body, f"make run's recipe does not contain {part!r}:\n{body}"
+    text = readme()
+    for part in ("attnlab data bible --out data/bible", STUDY, "experiments/small/tiny.yaml",
+                 "runs/study/report/report.md"):
+        assert part in text
+
+
+def test_the_study_has_the_five_axes_on_two_ranks(attnlab, tmp_path):
+    out = run_attnlab(attnlab, "sweep", ROOT / STUDY, "--launcher", "local", "--dry-run",
+                      "--out", tmp_path, timeout=120).stdout
+    for override in ("model.heads=1", "model.heads=8", "model.norm=pre", "model.positions=learned",
+                     "model.attention_scale=none", "model.attention_scale=inv_dk",
+                     "train.label_smoothing=0"):
+        assert override in out, f"the study has no run with {override}:\n{out}"
+    plan = [line for line in out.splitlines() if " train -c " in line]
+    assert plan and all("mpirun -np 2 " in line for line in plan), out
+    # d_k = d_v = d_model / h in every run, read back from the config each run gets.
+    configs = sorted((tmp_path / "study").glob("*/config.yaml"))
+    assert len(configs) == len(plan), configs
+    heads_seen = set()
+    for config in configs:
+        lines = run_attnlab(attnlab, "config", "-c", config, "--flat").stdout.splitlines()
+        flat = dict(line.split("=", 1) for line in lines)
+        heads, d_model = int(flat["model.heads"]), int(flat["model.d_model"])
+        assert int(flat["model.d_k"]) * heads == d_model, (config, flat)
+        assert int(flat["model.d_v"]) * heads == d_model, (config, flat)
+        heads_seen.add(heads)
+    assert len(heads_seen) >= 3, heads_seen
+
+
+def test_measured_numbers_are_quoted_from_the_linked_pages():
+    section = readme().split("\n## Measured results\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "](" in line]
+    assert len(rows) >= 4, section
+    for row in rows:
+        pages = re.findall(r"\]\(([^)#]+)", row)
+        text = "".join((ROOT / page).read_text() for page in pages if (ROOT / page).is_file())
+        cells = row.split(" | ")
+        # Numbers in what/result cells, not inside the link targets or file names.
+        body = re.sub(r"\[[^\]]*\]\([^)]*\)|`[^`]*`", "", " | ".join(cells[:-1]))
+        for number in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?:x|%)?(?![\w.])", body):
+            assert number in text, f"README quotes {number}, not found in {pages}: {row}"
+
+
+def test_openblas_kernel_table_matches_env_sh():
+    result = subprocess.run(["bash", "cluster/env.sh"], cwd=ROOT, capture_output=True, text=True,
+                            env={k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"},
+                            timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() in {"SkylakeX", "Zen", "Haswell", ""}
+    for name in ("SkylakeX", "Zen", "Haswell"):
+        assert f"| `{name}` |" in readme()
+        assert name in (ROOT / "cluster" / "env.sh").read_text()
+
+
+# The tour, run.
+
+def rewrite_paths(words, tmp_path):
+    """runs/... and runs-slurm/... go to tmp_path; the binary is the one under test."""
+    out = []
+    for word in words:
+        for top in ("runs-slurm", "runs"):
+            if word == top or word.startswith(top + "/"):
+                word = str(tmp_path / word)
+                break
+        out.append(word)
+    return out
+
+
+def run_tour_line(words, attnlab, tmp_path):
+    """Runs or checks one README line; returns what was done (for the failure message)."""
+    line = " ".join(words)
+    if words[0] == "make":
+        target = words[1] if len(words) > 1 else "all"
+        assert target in make_targets(), line
+        return "make target exists"
+    if words[:2] == ["eval", "$(cluster/local-slurm.sh up)"] or \
+            words == ["cluster/local-slurm.sh", "down"]:
+        script = (ROOT / "cluster" / "local-slurm.sh").read_text()
+        assert os.access(ROOT / "cluster" / "local-slurm.sh", os.X_OK)
+        assert "  up)" in script and "  down)" in script
+        assert "local-slurm.sh" in (ROOT / "tests/python/test_slurm_sweep.py").read_text()
+        return "checked; run by test_slurm_sweep.py"
+    if words[:2] == ["bash", "cluster/env.sh"] or words[:2] == ["source", "cluster/env.sh"]:
+        probe = subprocess.run(["bash", "-c", f"{line} >/dev/null; echo \"$OPENBLAS_CORETYPE\""],
+                               cwd=ROOT, capture_output=True, text=True, timeout=30)
+        assert probe.returncode == 0, probe.stderr
+        return "ran"
+    assert words[0] == "./build/attnlab", f"the README line `{line}` is not covered by this test"
+    command = words[1]
+    args = rewrite_paths(words[2:], tmp_path)
+    if command == "data":
+        # Needs the SWORD modules and minutes; make run does it, test_bible_data.py tests it.
+        assert args == ["bible", "--out", "data/bible"], line
+        return "covered by make run and test_bible_data.py"
+    if command == "train":
+        out = run_attnlab(attnlab, "train", *args, "--set", "train.steps=20", "--set",
+                          "eval.every=20", "--set", "log.every=10", timeout=120).stdout
+        assert "completed" in out, out
+        return "ran for 20 steps"
+    if command == "sweep" and "--dry-run" not in args and "--launcher" in args and \
+            args[args.index("--launcher") + 1] == "local":
+        assert args[0] == STUDY, line
+        tiny = tmp_path / "tiny-study.yaml"
+        tiny.write_text(TINY_STUDY)
+        out = run_attnlab(attnlab, "sweep", tiny, *args[1:], timeout=180).stdout
+        assert "launching 2 run(s)" in out, out
+        return "ran on a tiny reverse-task sweep named study"
+    if command == "sweep" and "slurm" in args and "--dry-run" not in args:
+        out = run_attnlab(attnlab, "sweep", *args, "--dry-run", timeout=120).stdout
+        sweep_dir = tmp_path / "runs-slurm" / "study"
+        script = (sweep_dir / "slurm" / "array-1.sbatch").read_text()
+        assert "#SBATCH --partition=attnlab" in script, script
+        assert "would launch" in out, out
+        return "ran with --dry-run; test_slurm_sweep.py submits"
+    result = run_attnlab(attnlab, command, *args, timeout=120)
+    return result.stdout
+
+
+def test_the_tour_runs(attnlab, tmp_path):
+    blocks = shell_blocks(readme())
+    assert len(blocks) >= 4
+    done = []
+    for block in blocks:
+        for words in command_lines(block):
+            done.append((" ".join(words), run_tour_line(words, attnlab, tmp_path)))
+    outputs = dict(done)
+    # What the tour says each command shows.
+    assert "completed" in outputs["./build/attnlab inspect runs/reverse"]
+    config_line = [k for k in outputs if k.startswith("./build/attnlab config")][0]
+    assert "norm: pre" in outputs[config_line]
+    params_line = [k for k in outputs if k.startswith("./build/attnlab params")][0]
+    assert "pre-LN.seed1" in outputs[params_line]
+    assert "completed" in outputs["./build/attnlab status runs/study"]
+    assert (tmp_path / "runs" / "study" / "report" / "report.md").is_file()
+    assert "has no Slurm submissions" in outputs["./build/attnlab cancel runs-slurm/study"]
