@@ -265,6 +265,11 @@ std::vector<Option> build_options() {
           "rsqrt_dk | none | inv_dk | learned | <positive number>", AttentionScale::parse,
           [](const AttentionScale& s) { return s.str(); },
           "logit scale s in softmax(Q K^T s); rsqrt_dk = 1/sqrt(d_k) (the paper)"),
+      parsed(
+          ATTNLAB_FIELD(model.attention), "standard | tiled", parse_attention_kernel,
+          [](AttentionKernel k) { return to_string(k); },
+          "attention kernel: standard stores (B,H,T,S) probabilities; tiled (online softmax, "
+          "recomputed backward) stores O(T), same values to round-off"),
       boolean(ATTNLAB_FIELD(model.tie_embeddings),
               "one matrix for source, target embedding and output projection"),
       boolean(ATTNLAB_FIELD(model.output_bias), "a bias on the pre-softmax projection"),

@@ -56,4 +56,16 @@ PositionKind parse_positions(const std::string& text) {
   return PositionKind::kSinusoidal;
 }
 
+std::string to_string(AttentionKernel kernel) {
+  return kernel == AttentionKernel::kStandard ? "standard" : "tiled";
+}
+
+AttentionKernel parse_attention_kernel(const std::string& text) {
+  if (text == "standard") return AttentionKernel::kStandard;
+  if (text == "tiled") return AttentionKernel::kTiled;
+  CHECK(false) << "model.attention '" << text
+               << "' must be 'standard' (probabilities stored) or 'tiled' (online softmax)";
+  return AttentionKernel::kStandard;
+}
+
 }  // namespace attnlab

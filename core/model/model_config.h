@@ -11,6 +11,11 @@ namespace attnlab {
 // post: LN(x + sublayer(x)) (the paper); pre: x + sublayer(LN(x)).
 enum class NormPlacement { kPost, kPre };
 enum class PositionKind { kSinusoidal, kLearned };
+// How attention is computed (the same function either way, to float round-off):
+// standard: the full (B,H,T,S) probabilities are stored for backward (core/ops/attention.cpp);
+// tiled: key tiles with an online softmax, only the (B,H,T) logsumexp is stored and backward
+// recomputes the probabilities (core/ops/attention_tiled.cpp): O(T) instead of O(T*S) memory.
+enum class AttentionKernel { kStandard, kTiled };
 
 struct ModelConfig {
   int64_t encoder_layers = 6;      // N in the paper, encoder side
@@ -26,9 +31,10 @@ struct ModelConfig {
   PositionKind positions = PositionKind::kSinusoidal;
   int64_t max_positions = 1024;    // rows of the position table
   AttentionScale attention_scale;  // rsqrt_dk | none | inv_dk | <number> | learned
-  bool tie_embeddings = true;      // one matrix for source, target embedding and output projection
-  bool output_bias = false;        // a bias on the pre-softmax projection
-  int64_t vocab_size = 37000;      // shared vocabulary size N
+  AttentionKernel attention = AttentionKernel::kStandard;  // standard | tiled
+  bool tie_embeddings = true;  // one matrix for source, target embedding and output projection
+  bool output_bias = false;    // a bias on the pre-softmax projection
+  int64_t vocab_size = 37000;  // shared vocabulary size N
   int32_t pad_id = 0;
   int32_t bos_id = 1;
   int32_t eos_id = 2;
@@ -44,5 +50,7 @@ std::string to_string(NormPlacement norm);
 std::string to_string(PositionKind positions);
 NormPlacement parse_norm(const std::string& text);      // "post" | "pre"
 PositionKind parse_positions(const std::string& text);  // "sinusoidal" | "learned"
+std::string to_string(AttentionKernel kernel);
+AttentionKernel parse_attention_kernel(const std::string& text);  // "standard" | "tiled"
 
 }  // namespace attnlab

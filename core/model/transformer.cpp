@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/ops/attention_tiled.h"
+
 namespace attnlab {
 namespace {
 
@@ -104,15 +106,68 @@ TensorView<const T> Transformer<T>::attention_probs(int stack, int64_t layer) co
   const auto& layers = stack == 0 ? enc_.layers : dec_.layers;
   CHECK(layer >= 0 && layer < static_cast<int64_t>(layers.size()))
       << "attention layer " << layer << " out of range [0, " << layers.size() << ")";
-  return layers[static_cast<size_t>(layer)][stack == 2 ? 1 : 0].attention.probs;
+  return attention_activations(stack, layer).probs;
 }
 
 template <typename T>
 const AttentionActivations<T>& Transformer<T>::attention_activations(int stack,
                                                                      int64_t layer) const {
-  attention_probs(stack, layer);  // validates stack and layer
+  CHECK(stack >= 0 && stack <= 2) << "attention stack must be 0 (encoder), 1 (decoder self) or 2 "
+                                  << "(decoder cross), got " << stack;
   const auto& layers = stack == 0 ? enc_.layers : dec_.layers;
-  return layers[static_cast<size_t>(layer)][stack == 2 ? 1 : 0].attention;
+  CHECK(layer >= 0 && layer < static_cast<int64_t>(layers.size()))
+      << "attention layer " << layer << " out of range [0, " << layers.size() << ")";
+  if (!tiled()) return layers[static_cast<size_t>(layer)][stack == 2 ? 1 : 0].attention;
+  compute_probe_probabilities();
+  return probe_.blocks[stack][static_cast<size_t>(layer)];
+}
+
+template <typename T>
+ops::AttentionMask Transformer<T>::attention_mask(int stack) const {
+  // Keys are source tokens except in decoder self-attention, which is also causal.
+  if (stack == 1) return ops::AttentionMask{tgt_padding_.data(), true, 0};
+  return ops::AttentionMask{src_padding_.data(), false, 0};
+}
+
+template <typename T>
+void Transformer<T>::compute_probe_probabilities() const {
+  if (probe_.ready) return;
+  CHECK(batch_ > 0) << "attention probabilities need a forward() first";
+  const int stacks = full_forward_ ? 3 : 1;  // encode() runs the encoder only
+  size_t total = 0, largest_out = 0;
+  for (int stack = 0; stack < stacks; ++stack) {
+    for (const auto& layer : stack == 0 ? enc_.layers : dec_.layers) {
+      const AttentionActivations<T>& a = layer[stack == 2 ? 1 : 0].attention;
+      const int64_t B = a.q_heads.dim(0), H = a.q_heads.dim(1), Tq = a.q_heads.dim(2);
+      total += static_cast<size_t>(B * H * Tq * a.k_heads.dim(2));
+      largest_out = std::max(largest_out, static_cast<size_t>(B * H * Tq * a.v_heads.dim(3)));
+    }
+  }
+  probe_.probs.assign(total, T(0));
+  probe_.scratch_out.assign(largest_out, T(0));
+  size_t used = 0;
+  for (int stack = 0; stack < 3; ++stack) {
+    const auto& layers = stack == 0 ? enc_.layers : dec_.layers;
+    const std::vector<LayerParams>& params = stack == 0 ? encoder_ : decoder_;
+    probe_.blocks[stack].clear();
+    for (size_t i = 0; i < layers.size(); ++i) {
+      AttentionActivations<T> a = layers[i][stack == 2 ? 1 : 0].attention;
+      if (stack < stacks) {
+        const int64_t B = a.q_heads.dim(0), H = a.q_heads.dim(1), Tq = a.q_heads.dim(2);
+        const Shape probs_shape({B, H, Tq, a.k_heads.dim(2)});
+        a.probs = TensorView<T>(probe_.probs.data() + used, probs_shape);
+        used += static_cast<size_t>(probs_shape.numel());
+        // The standard kernel on the saved projections, without dropout (maps are read after
+        // evaluation forwards).
+        const AttentionParams& p = stack == 2 ? params[i].cross_attn : params[i].self_attn;
+        ops::attention_forward<T>(
+            TensorView<T>(probe_.scratch_out.data(), Shape({B, H, Tq, a.v_heads.dim(3)})), a.probs,
+            a.q_heads, a.k_heads, a.v_heads, attention_mask(stack), attention_scale(p));
+      }
+      probe_.blocks[stack].push_back(a);
+    }
+  }
+  probe_.ready = true;
 }
 
 template <typename T>
@@ -129,15 +184,16 @@ void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length
   const int64_t K = c.d_k, V = c.d_v, F = c.d_ff, N = c.vocab_size;
   const int64_t L = S > T_ ? S : T_;
   const bool pre = c.norm == NormPlacement::kPre;
+  const bool tiled_kernel = tiled();
   auto carve_attention = [&](AttentionActivations<T>& a, int64_t queries, int64_t keys) {
-    a.q = arena_.take({B, queries, H * K});
-    a.k = arena_.take({B, keys, H * K});
-    a.v = arena_.take({B, keys, H * V});
     a.q_heads = arena_.take({B, H, queries, K});
     a.k_heads = arena_.take({B, H, keys, K});
     a.v_heads = arena_.take({B, H, keys, V});
-    a.probs = arena_.take({B, H, queries, keys});
-    a.heads_out = arena_.take({B, H, queries, V});
+    if (tiled_kernel) {
+      a.logsumexp = arena_.take({B, H, queries});
+    } else {
+      a.probs = arena_.take({B, H, queries, keys});
+    }
     a.combined = arena_.take({B, queries, H * V});
   };
   auto carve_sublayer = [&](SublayerActivations<T>& s, int64_t length, int64_t keys, bool ffn) {
@@ -189,7 +245,12 @@ void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length
     pool_k_heads_ = arena_.take({B * L * H * K});
     pool_v_heads_ = arena_.take({B * L * H * V});
     pool_heads_out_ = arena_.take({B * L * H * V});
-    pool_scores_ = arena_.take({B * H * L * L});
+    if (tiled_kernel) {
+      pool_attention_scratch_ =
+          arena_.take({ops::attention_tiled_scratch_elements(ops::attention_tiled_workers())});
+    } else {
+      pool_scores_ = arena_.take({B * H * L * L});
+    }
   };
   layout(true);
   arena_.reserve(arena_.used());
@@ -236,22 +297,34 @@ void Transformer<T>::attention_forward(AttentionActivations<T>& a, const Attenti
                                        bool training, uint64_t key) {
   const int64_t D = config_.d_model;
   const int64_t queries = query_in.dim(1), keys = key_value_in.dim(1);
-  auto rows = [&](TensorView<T> v, int64_t n) { return v.reshape({batch_ * n, v.dim(2)}); };
-  ops::linear_forward<T>(rows(a.q, queries), query_in.reshape({batch_ * queries, D}),
-                         in(param(p.q_weight)), in(param(p.q_bias)));
-  ops::linear_forward<T>(rows(a.k, keys), key_value_in.reshape({batch_ * keys, D}),
-                         in(param(p.k_weight)), in(param(p.k_bias)));
-  ops::linear_forward<T>(rows(a.v, keys), key_value_in.reshape({batch_ * keys, D}),
-                         in(param(p.v_weight)), in(param(p.v_bias)));
-  ops::split_heads<T>(a.q_heads, in(a.q));
-  ops::split_heads<T>(a.k_heads, in(a.k));
-  ops::split_heads<T>(a.v_heads, in(a.v));
+  const int64_t H = config_.heads, K = config_.d_k, V = config_.d_v;
+  // Projections (B,L,H*K) pass through the backward pools on their way to the heads layout.
+  TensorView<T> q = shaped(pool_q_, {batch_ * queries, H * K});
+  TensorView<T> k = shaped(pool_k_, {batch_ * keys, H * K});
+  TensorView<T> v = shaped(pool_v_, {batch_ * keys, H * V});
+  ops::linear_forward<T>(q, query_in.reshape({batch_ * queries, D}), in(param(p.q_weight)),
+                         in(param(p.q_bias)));
+  ops::linear_forward<T>(k, key_value_in.reshape({batch_ * keys, D}), in(param(p.k_weight)),
+                         in(param(p.k_bias)));
+  ops::linear_forward<T>(v, key_value_in.reshape({batch_ * keys, D}), in(param(p.v_weight)),
+                         in(param(p.v_bias)));
+  ops::split_heads<T>(a.q_heads, in(q.reshape({batch_, queries, H * K})));
+  ops::split_heads<T>(a.k_heads, in(k.reshape({batch_, keys, H * K})));
+  ops::split_heads<T>(a.v_heads, in(v.reshape({batch_, keys, H * V})));
   const float p_drop = training ? static_cast<float>(config_.attention_dropout) : 0.0f;
-  ops::attention_forward<T>(a.heads_out, a.probs, in(a.q_heads), in(a.k_heads), in(a.v_heads), mask,
-                            attention_scale(p), p_drop, key);
-  ops::combine_heads<T>(a.combined, in(a.heads_out));
-  ops::linear_forward<T>(out.reshape({batch_ * queries, D}), in(rows(a.combined, queries)),
-                         in(param(p.out_weight)), in(param(p.out_bias)));
+  TensorView<T> heads_out = shaped(pool_heads_out_, {batch_, H, queries, V});
+  if (tiled()) {
+    ops::attention_tiled_forward<T>(heads_out, a.logsumexp, pool_attention_scratch_, in(a.q_heads),
+                                    in(a.k_heads), in(a.v_heads), mask, attention_scale(p), p_drop,
+                                    key);
+  } else {
+    ops::attention_forward<T>(heads_out, a.probs, in(a.q_heads), in(a.k_heads), in(a.v_heads), mask,
+                              attention_scale(p), p_drop, key);
+  }
+  ops::combine_heads<T>(a.combined, in(heads_out));
+  ops::linear_forward<T>(out.reshape({batch_ * queries, D}),
+                         in(a.combined.reshape({batch_ * queries, H * V})), in(param(p.out_weight)),
+                         in(param(p.out_bias)));
 }
 
 template <typename T>
@@ -259,7 +332,8 @@ void Transformer<T>::attention_backward(AttentionActivations<T>& a, const Attent
                                         TensorView<const T> query_in,
                                         TensorView<const T> key_value_in, TensorView<T> dout,
                                         TensorView<T> dquery_in, bool accumulate_query,
-                                        TensorView<T> dkey_value_in, bool training, uint64_t key) {
+                                        TensorView<T> dkey_value_in, const ops::AttentionMask& mask,
+                                        bool training, uint64_t key) {
   const int64_t D = config_.d_model, H = config_.heads, K = config_.d_k, V = config_.d_v;
   const int64_t queries = query_in.dim(1), keys = key_value_in.dim(1);
   auto grad = [&](int index) { return table_.view(grads_.data(), index); };
@@ -274,10 +348,20 @@ void Transformer<T>::attention_backward(AttentionActivations<T>& a, const Attent
   TensorView<T> dv_heads = shaped(pool_v_heads_, {batch_, H, keys, V});
   T* dscale = p.scale >= 0 ? grad(p.scale).data() : nullptr;
   const float p_drop = training ? static_cast<float>(config_.attention_dropout) : 0.0f;
-  ops::attention_backward<T>(dq_heads, dk_heads, dv_heads, dscale, in(dheads_out), in(a.q_heads),
-                             in(a.k_heads), in(a.v_heads), in(a.probs),
-                             shaped(pool_scores_, a.probs.shape()), attention_scale(p), p_drop,
-                             key);
+  if (tiled()) {
+    // The heads' output O, rebuilt from its joined copy into a pool free until dv below.
+    TensorView<T> heads_out = shaped(pool_v_, {batch_, H, queries, V});
+    ops::split_heads<T>(heads_out, in(a.combined));
+    ops::attention_tiled_backward<T>(dq_heads, dk_heads, dv_heads, dscale, in(dheads_out),
+                                     in(a.q_heads), in(a.k_heads), in(a.v_heads), in(heads_out),
+                                     in(a.logsumexp), pool_attention_scratch_, mask,
+                                     attention_scale(p), p_drop, key);
+  } else {
+    ops::attention_backward<T>(dq_heads, dk_heads, dv_heads, dscale, in(dheads_out), in(a.q_heads),
+                               in(a.k_heads), in(a.v_heads), in(a.probs),
+                               shaped(pool_scores_, a.probs.shape()), attention_scale(p), p_drop,
+                               key);
+  }
   TensorView<T> dq = shaped(pool_q_, {batch_, queries, H * K});
   TensorView<T> dk = shaped(pool_k_, {batch_, keys, H * K});
   TensorView<T> dv = shaped(pool_v_, {batch_, keys, H * V});

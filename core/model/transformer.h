@@ -37,14 +37,15 @@ struct LayerParams {
 };
 
 // Saved activations of one attention block. Queries come from a (B,T,D) input, keys and values
-// from a (B,S,D) input (the same tensor for self-attention).
+// from a (B,S,D) input (the same tensor for self-attention). The projections are kept in the
+// heads layout only: their (B,T,H*K) form and the per-head output are transient (workspace
+// pools), since backward needs neither.
 template <typename T>
 struct AttentionActivations {
-  TensorView<T> q, k, v;                    // (B,T,H*K), (B,S,H*K), (B,S,H*V) projections
-  TensorView<T> q_heads, k_heads, v_heads;  // (B,H,T,K), (B,H,S,K), (B,H,S,V)
-  TensorView<T> probs;                      // (B,H,T,S)
-  TensorView<T> heads_out;                  // (B,H,T,V)
-  TensorView<T> combined;                   // (B,T,H*V)
+  TensorView<T> q_heads, k_heads, v_heads;  // (B,H,T,K), (B,H,S,K), (B,H,S,V) projections
+  TensorView<T> probs;      // (B,H,T,S) standard kernel (tiled: see attention_probs)
+  TensorView<T> logsumexp;  // (B,H,T) tiled kernel
+  TensorView<T> combined;   // (B,T,H*V) the heads' outputs joined: out_proj's input
 };
 
 // One residual sub-layer: post-LN y = LN(x + drop(f(x))); pre-LN y = x + drop(f(LN(x))).
@@ -110,17 +111,24 @@ class Transformer {
   // Logits of the last forward, (B*T, N) as log-probabilities.
   TensorView<const T> log_probs() const { return log_probs_; }
   // Attention probabilities of the last forward: stack 0 encoder self, 1 decoder self,
-  // 2 decoder cross; (B,H,T,S).
+  // 2 decoder cross; (B,H,T,S). With model.attention = tiled they are not stored by forward: the
+  // first request after a forward computes every block's map through the standard kernel from
+  // the saved projections (views stay valid until the next forward).
   TensorView<const T> attention_probs(int stack, int64_t layer) const;
   // Saved activations of attention block `layer` of `stack` (as for attention_probs) from the
   // last forward: projected heads and probabilities, for diagnostics.
   const AttentionActivations<T>& attention_activations(int stack, int64_t layer) const;
+  // The masks attention used in the last forward (stack as for attention_probs).
+  ops::AttentionMask attention_mask(int stack) const;
   // The parameters of that block.
   const AttentionParams& attention_block_params(int stack, int64_t layer) const;
   // The scale applied to logits of an attention block (fixed, or the learned parameter).
   T attention_scale(const AttentionParams& p) const;
   // The encoder output of the last forward, (B,S,D).
   TensorView<const T> encoder_output() const { return enc_.output; }
+  // Elements of the activation workspace (saved activations and backward scratch) carved for
+  // the current batch shape.
+  int64_t workspace_elements() const { return arena_.used(); }
 
  private:
   void carve(int64_t batch, int64_t src_length, int64_t tgt_length);
@@ -139,7 +147,11 @@ class Transformer {
   void attention_backward(AttentionActivations<T>& acts, const AttentionParams& p,
                           TensorView<const T> query_in, TensorView<const T> key_value_in,
                           TensorView<T> dout, TensorView<T> dquery_in, bool accumulate_query,
-                          TensorView<T> dkey_value_in, bool training, uint64_t key);
+                          TensorView<T> dkey_value_in, const ops::AttentionMask& mask,
+                          bool training, uint64_t key);
+  bool tiled() const { return config_.attention == AttentionKernel::kTiled; }
+  // Tiled kernel: fills probe_ with every block's probabilities (once per forward).
+  void compute_probe_probabilities() const;
   void ffn_forward(SublayerActivations<T>& acts, const FfnParams& p, TensorView<const T> in);
   void ffn_backward(SublayerActivations<T>& acts, const FfnParams& p, TensorView<const T> in,
                     TensorView<T> dout, TensorView<T> din, bool accumulate);
@@ -164,7 +176,17 @@ class Transformer {
   // (backward runs one sub-layer at a time, so every sub-layer reuses the same pools).
   TensorView<T> d_enc_stream_, d_dec_stream_, d_enc_output_, d_logits_;
   TensorView<T> pool_tmp1_, pool_tmp2_, pool_hidden_, pool_q_, pool_k_, pool_v_, pool_combined_;
-  TensorView<T> pool_q_heads_, pool_k_heads_, pool_v_heads_, pool_heads_out_, pool_scores_;
+  TensorView<T> pool_q_heads_, pool_k_heads_, pool_v_heads_, pool_heads_out_;
+  TensorView<T> pool_scores_;             // (B*H*L*L) standard kernel's backward scratch
+  TensorView<T> pool_attention_scratch_;  // tiled kernel's per-worker tiles
+  bool full_forward_ = false;             // the last pass ran the decoder (forward, not encode)
+  // Tiled kernel: probabilities computed on request for attention_probs/attention_activations.
+  struct ProbabilityProbe {
+    bool ready = false;
+    std::vector<T> probs, scratch_out;
+    std::vector<AttentionActivations<T>> blocks[3];  // [stack][layer], probs filled in
+  };
+  mutable ProbabilityProbe probe_;
   float label_smoothing_ = 0.0f;
   bool training_ = false;
   uint64_t dropout_seed_ = 0;

@@ -39,9 +39,8 @@ void Transformer<T>::stack_forward(StackActivations<T>& acts,
   const float p_drop = training ? static_cast<float>(config_.dropout) : 0.0f;
   const int64_t length = decoder ? tgt_length_ : src_length_;
   const int64_t rows = batch_ * length, D = config_.d_model;
-  const ops::AttentionMask self_mask{decoder ? tgt_padding_.data() : src_padding_.data(), decoder,
-                                     0};
-  const ops::AttentionMask cross_mask{src_padding_.data(), false, 0};
+  const ops::AttentionMask self_mask = attention_mask(stack);
+  const ops::AttentionMask cross_mask = attention_mask(2);
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerParams& p = layers[i];
     const size_t sublayers = acts.layers[i].size();
@@ -103,6 +102,8 @@ TensorView<T> Transformer<T>::stack_backward(StackActivations<T>& acts,
   const int64_t rows = batch_ * length, D = config_.d_model;
   auto grad = [&](int index) { return table_.view(grads_.data(), index); };
   auto flat = [&](TensorView<T> v) { return v.reshape({rows, D}); };
+  const ops::AttentionMask self_mask = attention_mask(stack);
+  const ops::AttentionMask cross_mask = attention_mask(2);
   // Three (B,L,D) gradient buffers rotate: dy (the stream), and two temporaries.
   TensorView<T> dy = dout;
   TensorView<T> tmp_a = shaped(pool_tmp1_, dout.shape());
@@ -156,10 +157,10 @@ TensorView<T> Transformer<T>::stack_backward(StackActivations<T>& acts,
         ffn_backward(s, p.ffn, in(f_in), dsub, df_in, accumulate_f_in);
       } else if (is_cross) {
         attention_backward(s.attention, p.cross_attn, in(f_in), in(enc_.output), dsub, df_in,
-                           accumulate_f_in, d_enc_output_, training_, probs_key);
+                           accumulate_f_in, d_enc_output_, cross_mask, training_, probs_key);
       } else {
         attention_backward(s.attention, p.self_attn, in(f_in), in(f_in), dsub, df_in,
-                           accumulate_f_in, df_in, training_, probs_key);
+                           accumulate_f_in, df_in, self_mask, training_, probs_key);
       }
       if (pre) {
         ops::layernorm_backward<T>(flat(dx), grad(norm.weight), grad(norm.bias), in(flat(df_in)),
@@ -189,6 +190,8 @@ TensorView<const T> Transformer<T>::encode(const Batch& batch) {
   src_padding_.resize(src_.size());
   for (size_t i = 0; i < src_.size(); ++i) src_padding_[i] = src_[i] == config_.pad_id;
   training_ = false;
+  full_forward_ = false;
+  probe_.ready = false;
   embed_forward(enc_, src_.data(), S, src_embedding_, src_positions_, false, 0);
   stack_forward(enc_, encoder_, false, false, 0);
   return enc_.output;
@@ -218,6 +221,8 @@ ops::LossSums Transformer<T>::forward(const Batch& batch, float label_smoothing,
   label_smoothing_ = label_smoothing;
   training_ = training;
   dropout_seed_ = dropout_seed;
+  full_forward_ = true;
+  probe_.ready = false;
 
   embed_forward(enc_, src_.data(), S, src_embedding_, src_positions_, training,
                 site_key(dropout_seed, 0, 0, 0, kEmbedding));
