@@ -179,15 +179,21 @@ def test_the_study_has_the_five_axes_on_two_ranks(attnlab, tmp_path):
     # d_k = d_v = d_model / h in every run, read back from the config each run gets.
     configs = sorted((tmp_path / "study").glob("*/config.yaml"))
     assert len(configs) == len(plan), configs
-    heads_seen = set()
+    axes = {"model.heads": set(), "model.norm": set(), "model.positions": set(),
+            "model.attention_scale": set(), "train.label_smoothing": set()}
     for config in configs:
         lines = run_attnlab(attnlab, "config", "-c", config, "--flat").stdout.splitlines()
         flat = dict(line.split("=", 1) for line in lines)
         heads, d_model = int(flat["model.heads"]), int(flat["model.d_model"])
         assert int(flat["model.d_k"]) * heads == d_model, (config, flat)
         assert int(flat["model.d_v"]) * heads == d_model, (config, flat)
-        heads_seen.add(heads)
-    assert len(heads_seen) >= 3, heads_seen
+        for key, seen in axes.items():
+            seen.add(flat[key])
+    # The values the README lists for each axis, the paper's first.
+    assert axes == {"model.heads": {"1", "4", "8"}, "model.norm": {"post", "pre"},
+                    "model.positions": {"sinusoidal", "learned"},
+                    "model.attention_scale": {"rsqrt_dk", "none", "inv_dk"},
+                    "train.label_smoothing": {"0.1", "0.0"}}, axes
 
 
 def test_measured_numbers_are_quoted_from_the_linked_pages():
