@@ -122,7 +122,7 @@ A sweep file is an experiment plus a `sweep:` section; `attnlab sweep FILE` expa
 each the experiment with its own overrides (precedence: the experiment < the row's `set` < the grid
 values < the seed < `--set` on the command line), writes `<log.dir>/<sweep>/manifest.yaml` and one
 directory per run named by a stable id (12 hex digits of the settings that differ from the defaults,
-so the same run keeps its id wherever it is launched). `attnlab params FILE` prints the parameter
+so the same run keeps its id wherever it is launched). `attnlab params -c FILE` prints the parameter
 count of every run of a sweep; `attnlab sweep FILE --dry-run` lists the runs without launching
 any.
 
