@@ -125,6 +125,7 @@ format:
 bench: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target attnlab_kernels attnlab_train_bench
 	$(PYTHON) bench/run_bench.py --build-dir $(BUILD_DIR) $(BENCH_ARGS)
+	$(PYTHON) bench/attention_scaling.py --build-dir $(BUILD_DIR)
 
 # The most complete end-to-end path: train the reverse task (resumed or skipped when already done)
 # and summarise the run, whose last dev exact-match accuracy is the result.
