@@ -1,4 +1,7 @@
 // ReLU: out = max(0, x); dinp = dout * (out > 0).
+// Branch-free loops (vectorised) over the flat tensor, in parallel above kParallelMinElements:
+// every element is independent, so the result does not depend on the thread count.
+#include "core/ops/keep_or_zero.h"
 #include "core/ops/ops.h"
 
 namespace attnlab::ops {
@@ -7,7 +10,10 @@ template <typename T>
 void relu_forward(TensorView<T> out, TensorView<const T> inp) {
   check_shape(out.shape(), inp.shape(), "relu output");
   const int64_t n = inp.numel();
-  for (int64_t i = 0; i < n; ++i) out[i] = inp[i] > T(0) ? inp[i] : T(0);
+  T* y = out.data();
+  const T* x = inp.data();
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements)
+  for (int64_t i = 0; i < n; ++i) y[i] = keep_or_zero(x[i], x[i] > T(0));
 }
 
 template <typename T>
@@ -15,7 +21,11 @@ void relu_backward(TensorView<T> dinp, TensorView<const T> dout, TensorView<cons
   check_shape(dinp.shape(), out.shape(), "relu dinp");
   check_shape(dout.shape(), out.shape(), "relu dout");
   const int64_t n = out.numel();
-  for (int64_t i = 0; i < n; ++i) dinp[i] = out[i] > T(0) ? dout[i] : T(0);
+  T* dx = dinp.data();
+  const T* dy = dout.data();
+  const T* y = out.data();
+#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements)
+  for (int64_t i = 0; i < n; ++i) dx[i] = keep_or_zero(dy[i], y[i] > T(0));
 }
 
 template void relu_forward<float>(TensorView<float>, TensorView<const float>);
