@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <map>
+#include <utility>
 
 namespace attnlab {
 
@@ -35,6 +36,40 @@ LayerValues layer_gradient_norms(const Transformer<float>& model) {
   for (const std::string& label : order) {
     result.labels.push_back(label);
     result.values.push_back(std::sqrt(squares[label]));
+  }
+  return result;
+}
+
+LayerValues attention_score_gradient_norms(const Transformer<float>& model) {
+  const ModelConfig& c = model.config();
+  const std::vector<float>& grads = const_cast<Transformer<float>&>(model).grads();
+  const ParamTable& table = model.table();
+  // (label, parameter prefix) in the order of attention_statistics.
+  std::vector<std::pair<std::string, std::string>> blocks;
+  for (int64_t i = 0; i < c.encoder_layers; ++i) {
+    blocks.emplace_back("encoder_self.layers." + std::to_string(i),
+                        "encoder.layers." + std::to_string(i) + ".self_attn");
+  }
+  for (int64_t i = 0; i < c.decoder_layers; ++i) {
+    blocks.emplace_back("decoder_self.layers." + std::to_string(i),
+                        "decoder.layers." + std::to_string(i) + ".self_attn");
+  }
+  for (int64_t i = 0; i < c.decoder_layers; ++i) {
+    blocks.emplace_back("decoder_cross.layers." + std::to_string(i),
+                        "decoder.layers." + std::to_string(i) + ".encoder_attn");
+  }
+  LayerValues result;
+  for (const auto& [label, prefix] : blocks) {
+    double sum = 0.0;
+    for (const char* part : {".q_proj.weight", ".q_proj.bias", ".k_proj.weight", ".k_proj.bias"}) {
+      const ParamEntry& e = table.entries()[static_cast<size_t>(table.index_of(prefix + part))];
+      for (int64_t i = 0; i < e.shape.numel(); ++i) {
+        const double g = grads[static_cast<size_t>(e.offset + i)];
+        sum += g * g;
+      }
+    }
+    result.labels.push_back(label);
+    result.values.push_back(std::sqrt(sum));
   }
   return result;
 }

@@ -19,6 +19,12 @@ struct LayerValues {
 // "embeddings" and "<stack>.layer_norm").
 LayerValues layer_gradient_norms(const Transformer<float>& model);
 
+// L2 norm of the gradient of each attention block's query and key projections (weights and
+// biases), labelled like AttentionStatistics ("encoder_self.layers.0", ...). These parameters
+// reach the loss only through the attention logits, so their gradient has passed through the
+// softmax Jacobian diag(p) - p p^T, which vanishes as the softmax saturates (why sqrt(d_k)).
+LayerValues attention_score_gradient_norms(const Transformer<float>& model);
+
 struct AttentionStatistics {
   std::vector<std::string> labels;  // "encoder_self.layers.0", ..., "decoder_cross.layers.5"
   std::vector<double> entropy;      // (blocks, heads): mean entropy (nats) of real query rows

@@ -272,6 +272,9 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     const LayerValues norms = layer_gradient_norms(trainer.model());
     log->append_diagnostic("grad_norm", step, {static_cast<int64_t>(norms.values.size())},
                            norms.values, norms.labels);
+    const LayerValues scores = attention_score_gradient_norms(trainer.model());
+    log->append_diagnostic("qk_grad_norm", step, {static_cast<int64_t>(scores.values.size())},
+                           scores.values, scores.labels);
   };
   auto on_step = callbacks.on_step;
   callbacks.on_step = [&, on_step](const TrainRow& row) {

@@ -86,7 +86,8 @@ void Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
   float* grads = model_.grads().data();
   for (int64_t i = 0; i < size; ++i) grads[i] *= inv_tokens;
   const int64_t every = config_.log.diagnostics_every;
-  if (every > 0 && (step_ + 1) % every == 0 && callbacks.on_gradients) {
+  // Step 1 too: its gradients are taken at the initial parameters.
+  if (every > 0 && (step_ == 0 || (step_ + 1) % every == 0) && callbacks.on_gradients) {
     callbacks.on_gradients(step_ + 1);
   }
   row.grad_norm = clip_global_norm(grads, size, config_.train.clip);

@@ -44,8 +44,9 @@ struct TrainerCallbacks {
   std::function<void(const TrainRow&)> on_step;     // every step
   std::function<void(const EvalRow&)> on_eval;      // every evaluation
   std::function<void(int64_t step)> on_checkpoint;  // every train.checkpoint_every steps
-  // Every log.diagnostics_every steps, with the step's final gradients (summed over ranks,
-  // divided by tokens, before clipping) in model().grads().
+  // At step 1 (gradients at the initial parameters) and every log.diagnostics_every steps, with
+  // the step's final gradients (summed over ranks, divided by tokens, before clipping) in
+  // model().grads().
   std::function<void(int64_t step)> on_gradients;
 };
 
