@@ -56,35 +56,36 @@ DecoderState<T>::DecoderState(Transformer<T>& model, const Batch& source, int64_
   logits_.assign(static_cast<size_t>(B * c.vocab_size), T(0));
   mean_.assign(static_cast<size_t>(B), T(0));
   rstd_.assign(static_cast<size_t>(B), T(0));
+  scores_.assign(static_cast<size_t>(std::max(max_steps, S)), T(0));
 }
 
 // out (V) = softmax(scale * q . keys[s] over visible s) values: one query against a cache.
 template <typename T>
 void DecoderState<T>::attend(const T* q, const T* keys, const T* values, int64_t key_count,
-                             int64_t key_stride, const uint8_t* padding, T scale, T* out) const {
+                             int64_t key_stride, const uint8_t* padding, T scale, T* scores,
+                             T* out) const {
   const ModelConfig& c = model_.config();
-  std::vector<T> scores(static_cast<size_t>(key_count));
   T max_score = -INFINITY;
   for (int64_t s = 0; s < key_count; ++s) {
     if (padding != nullptr && padding[s] != 0) continue;
     T dot = T(0);
     for (int64_t j = 0; j < c.d_k; ++j) dot += q[j] * keys[s * key_stride + j];
-    scores[static_cast<size_t>(s)] = scale * dot;
-    if (scores[static_cast<size_t>(s)] > max_score) max_score = scores[static_cast<size_t>(s)];
+    scores[s] = scale * dot;
+    if (scores[s] > max_score) max_score = scores[s];
   }
   for (int64_t j = 0; j < c.d_v; ++j) out[j] = T(0);
   if (max_score == -INFINITY) return;
   T sum = T(0);
   for (int64_t s = 0; s < key_count; ++s) {
     if (padding != nullptr && padding[s] != 0) {
-      scores[static_cast<size_t>(s)] = T(0);
+      scores[s] = T(0);
       continue;
     }
-    scores[static_cast<size_t>(s)] = std::exp(scores[static_cast<size_t>(s)] - max_score);
-    sum += scores[static_cast<size_t>(s)];
+    scores[s] = std::exp(scores[s] - max_score);
+    sum += scores[s];
   }
   for (int64_t s = 0; s < key_count; ++s) {
-    const T weight = scores[static_cast<size_t>(s)] / sum;
+    const T weight = scores[s] / sum;
     if (weight == T(0)) continue;
     for (int64_t j = 0; j < c.d_v; ++j) out[j] += weight * values[s * c.d_v + j];
   }
@@ -160,12 +161,12 @@ TensorView<const T> DecoderState<T>::step(const std::vector<int32_t>& tokens) {
               const size_t head = static_cast<size_t>((b * H + h) * max_steps_);
               attend(query, self_k_[l].data() + head * static_cast<size_t>(K),
                      self_v_[l].data() + head * static_cast<size_t>(V), t + 1, K, nullptr, scale,
-                     out);
+                     scores_.data(), out);
             } else {
               const size_t head = static_cast<size_t>((b * H + h) * S);
               attend(query, cross_k_[l].data() + head * static_cast<size_t>(K),
                      cross_v_[l].data() + head * static_cast<size_t>(V), S, K,
-                     src_padding_.data() + b * S, scale, out);
+                     src_padding_.data() + b * S, scale, scores_.data(), out);
             }
           }
         }

@@ -26,8 +26,9 @@ class DecoderState {
   void reorder(const std::vector<int64_t>& rows);
 
  private:
+  // scores: scratch of key_count values.
   void attend(const T* q, const T* keys, const T* values, int64_t key_count, int64_t key_stride,
-              const uint8_t* padding, T scale, T* out) const;
+              const uint8_t* padding, T scale, T* scores, T* out) const;
 
   Transformer<T>& model_;
   int64_t batch_, src_length_, max_steps_, position_ = 0;
@@ -35,6 +36,7 @@ class DecoderState {
   std::vector<std::vector<T>> self_k_, self_v_;    // per layer (B,H,P,K) and (B,H,P,V)
   std::vector<std::vector<T>> cross_k_, cross_v_;  // per layer (B,H,S,K) and (B,H,S,V)
   std::vector<T> x_, normed_, q_, k_, v_, attended_, sub_, hidden_, logits_, mean_, rstd_;
+  std::vector<T> scores_;  // (max(P,S)): one query's attention scores, reused by every head
 };
 
 }  // namespace attnlab

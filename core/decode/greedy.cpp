@@ -1,9 +1,54 @@
 // Greedy decoding.
 #include "core/decode/greedy.h"
 
+#include <algorithm>
+
 #include "core/decode/decoder_state.h"
 
 namespace attnlab {
+namespace {
+
+// Logits are scanned in blocks of this many: the block maxima vectorise, and only the block that
+// holds the maximum is searched for its first position.
+constexpr int64_t kArgmaxBlock = 256;
+
+// The first j of the row with the largest value, ignoring j = pad and j = bos (the same choice
+// as a sequential scan with a strict `>`).
+template <typename T>
+int32_t most_likely_token(const T* row, int64_t vocab, int32_t pad, int32_t bos) {
+  auto excluded = [&](int64_t j) { return j == pad || j == bos; };
+  // Pass 1: the largest value and the first block that holds it (block maxima in SIMD lanes).
+  T best_value = row[0];
+  int64_t best_block = 0;
+  for (int64_t start = 0; start < vocab; start += kArgmaxBlock) {
+    const int64_t end = std::min(start + kArgmaxBlock, vocab);
+    T block_max = row[start];
+#pragma omp simd reduction(max : block_max)
+    for (int64_t j = start; j < end; ++j) block_max = row[j] > block_max ? row[j] : block_max;
+    if (block_max > best_value) {
+      best_value = block_max;
+      best_block = start;
+    }
+  }
+  // Pass 2: its first position in that block, unless the maximum sits on pad or bos only.
+  const int64_t end = std::min(best_block + kArgmaxBlock, vocab);
+  for (int64_t j = best_block; j < end; ++j) {
+    if (row[j] == best_value && !excluded(j)) return static_cast<int32_t>(j);
+  }
+  // The rare case (pad or bos holds the maximum, or the row has NaNs): a plain scan.
+  int32_t best = -1;
+  T best_logit = T(0);
+  for (int64_t j = 0; j < vocab; ++j) {
+    if (excluded(j)) continue;
+    if (best < 0 || row[j] > best_logit) {
+      best = static_cast<int32_t>(j);
+      best_logit = row[j];
+    }
+  }
+  return best;
+}
+
+}  // namespace
 
 template <typename T>
 std::vector<std::vector<int32_t>> greedy_decode(Transformer<T>& model, const Batch& source,
@@ -23,15 +68,7 @@ std::vector<std::vector<int32_t>> greedy_decode(Transformer<T>& model, const Bat
     for (int64_t b = 0; b < source.size; ++b) {
       const T* row = logits.data() + b * c.vocab_size;
       // The most likely token; pad and bos are never generated.
-      int32_t best = -1;
-      T best_logit = T(0);
-      for (int64_t j = 0; j < c.vocab_size; ++j) {
-        if (j == c.pad_id || j == c.bos_id) continue;
-        if (best < 0 || row[j] > best_logit) {
-          best = static_cast<int32_t>(j);
-          best_logit = row[j];
-        }
-      }
+      const int32_t best = most_likely_token(row, c.vocab_size, c.pad_id, c.bos_id);
       tokens[static_cast<size_t>(b)] = best;
       std::vector<int32_t>& output = outputs[static_cast<size_t>(b)];
       if (finished[static_cast<size_t>(b)]) continue;

@@ -119,5 +119,57 @@ TEST(Greedy, NeverEmitsPadOrBosAndStopsAtMaxLength) {
   }
 }
 
+// A vocabulary of several argmax blocks (700 = 2 x 256 + 188): greedy_decode against the same
+// cached logits scanned one token at a time. Output biases put the likely tokens in the second
+// and the partial last block, and once on pad and bos in the last block (the scan must skip
+// them and fall back to the best other token).
+TEST(Greedy, ChoosesTheFirstMaximumOverALargeVocabulary) {
+  for (int variant = 0; variant < 2; ++variant) {
+    ModelConfig config = small_config(NormPlacement::kPost, PositionKind::kSinusoidal);
+    config.vocab_size = 700;
+    config.tie_embeddings = false;
+    config.output_bias = true;
+    if (variant == 1) {
+      config.pad_id = 690;
+      config.bos_id = 650;
+    }
+    Transformer<double> model(config, 8 + static_cast<uint64_t>(variant));
+    TensorView<double> bias = model.param("decoder.output_projection.bias");
+    for (int64_t j : {300, 511, 612, 699}) bias[j] = 2.0;
+    if (variant == 1) {
+      bias[config.pad_id] = 1e3;
+      bias[config.bos_id] = 1e3;
+    }
+    bias[config.eos_id] = -1e3;
+    Batch source;
+    source.size = 2;
+    source.src_length = 3;
+    source.src = {3, 4, 2, 5, 2, 0};
+    const int64_t max_length = 6;
+    const auto outputs = greedy_decode(model, source, max_length);
+    // The oracle: the same decoder state, a strict `>` scan that skips pad and bos.
+    DecoderState<double> state(model, source, max_length + 1);
+    std::vector<int32_t> tokens(2, config.bos_id);
+    std::vector<std::vector<int32_t>> expected(2);
+    for (int64_t t = 0; t < max_length; ++t) {
+      TensorView<const double> logits = state.step(tokens);
+      for (int64_t b = 0; b < 2; ++b) {
+        int32_t best = -1;
+        for (int64_t j = 0; j < config.vocab_size; ++j) {
+          if (j == config.pad_id || j == config.bos_id) continue;
+          if (best < 0 || logits[b * config.vocab_size + j] > logits[b * config.vocab_size + best])
+            best = static_cast<int32_t>(j);
+        }
+        tokens[static_cast<size_t>(b)] = best;
+        expected[static_cast<size_t>(b)].push_back(best);
+      }
+    }
+    EXPECT_EQ(outputs, expected) << "variant " << variant;
+    for (const auto& output : outputs) {
+      for (int32_t token : output) EXPECT_GT(token, 255) << "a biased token was expected";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace attnlab
