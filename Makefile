@@ -127,12 +127,17 @@ bench: configure
 	$(PYTHON) bench/run_bench.py --build-dir $(BUILD_DIR) $(BENCH_ARGS)
 	$(PYTHON) bench/attention_scaling.py --build-dir $(BUILD_DIR)
 
-# The most complete end-to-end path: train the reverse task (resumed or skipped when already done)
-# and summarise the run, whose last dev exact-match accuracy is the result.
-run: deps build
-	./$(BUILD_DIR)/attnlab train -c experiments/tasks/reverse.yaml --out runs/reverse
-	./$(BUILD_DIR)/attnlab inspect runs/reverse
-	@echo "run log: runs/reverse/run.h5 (read it with h5py; see docs/hdf5-schema.md)"
+# The default study (experiments/small/study.yaml): prepares the Bible en->es data, trains the five
+# axes x 2 seeds through the local launcher (2 ranks per run; completed runs are skipped and
+# unfinished ones resume on a re-run) and writes the report. Only the program is built, not the tests.
+STUDY ?= experiments/small/study.yaml
+STUDY_DIR ?= runs/study
+run: deps configure
+	cmake --build $(BUILD_DIR) --target attnlab -j $(JOBS)
+	./$(BUILD_DIR)/attnlab data bible --out data/bible
+	./$(BUILD_DIR)/attnlab sweep $(STUDY) --launcher local --out $(dir $(STUDY_DIR))
+	$(PYTHON) -m analysis.report $(STUDY_DIR)
+	@echo "report: $(STUDY_DIR)/report/report.md"
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)

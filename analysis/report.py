@@ -7,7 +7,10 @@ arguments), 1 anything else.
 """
 
 import argparse
+import datetime
+import os
 import pathlib
+import platform
 import sys
 
 if __package__ in (None, ""):  # run as a file (python3 analysis/report.py): the checkout's root
@@ -86,6 +89,41 @@ def write_report(args):
     return out, table
 
 
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def _distinct(runs, column):
+    if column not in runs:
+        return []
+    return sorted({str(v) for v in runs[column].dropna() if str(v)})
+
+
+def _provenance(sweep):
+    """Where, when and from which build the runs were made, and what they cost: read from the run
+    files' root attributes and summaries, so a committed report carries its own context."""
+    runs = sweep.runs
+    created = _distinct(runs, "created")
+    seconds = runs["train_seconds"].sum() if "train_seconds" in runs else float("nan")
+    core_hours = runs["core_hours"].sum() if "core_hours" in runs else float("nan")
+    lines = ["## Provenance", "",
+             f"- runs made on: {', '.join(_distinct(runs, 'host')) or 'unknown'}; "
+             f"attnlab commit(s): {', '.join(_distinct(runs, 'git_commit')) or 'unknown'}",
+             f"- runs created: {created[0]} to {created[-1]}" if created else "- runs created: unknown",
+             f"- training wall time summed over runs: {seconds / 60.0:.1f} min "
+             f"({core_hours:.2f} core-hours)",
+             f"- report written {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC "
+             f"on {platform.node()} ({_cpu_model()}, {os.cpu_count()} logical CPUs)", ""]
+    return lines
+
+
 def _markdown_report(sweep, table, out, figure_files, figure_notes):
     counts = sweep.runs["status"].value_counts().to_dict()
     status = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
@@ -96,6 +134,7 @@ def _markdown_report(sweep, table, out, figure_files, figure_notes):
         lines += [f"Sweep file: `{sweep.manifest.source}`"
                   + (f"; sets: {', '.join(sweep.manifest.sets)}" if sweep.manifest.sets else ""),
                   ""]
+    lines += _provenance(sweep)
     if table.incomplete:
         lines += ["**This sweep is incomplete.**", ""]
     lines += sweep.notes + ([""] if sweep.notes else [])

@@ -4,6 +4,7 @@
 // array. --dry-run prints the runs and the plan and launches nothing.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -30,12 +31,15 @@ namespace fs = std::filesystem;
 constexpr int kExitStopped = 3;
 
 void print_runs(const config::Sweep& sweep) {
-  size_t width = 4;
-  for (const config::SweepRun& run : sweep.runs) width = std::max(width, run.name.size());
+  size_t width = 4, group_width = 5;
+  for (const config::SweepRun& run : sweep.runs) {
+    width = std::max(width, run.name.size());
+    group_width = std::max(group_width, run.group.size());
+  }
   std::cout << "sweep " << sweep.name << ": " << sweep.runs.size() << " runs from " << sweep.source
             << "\n";
   std::cout << std::left << std::setw(14) << "id" << std::setw(static_cast<int>(width) + 2)
-            << "name" << std::setw(7) << "group"
+            << "name" << std::setw(static_cast<int>(group_width) + 2) << "group"
             << "overrides\n";
   for (const config::SweepRun& run : sweep.runs) {
     std::string overrides;
@@ -44,7 +48,8 @@ void print_runs(const config::Sweep& sweep) {
       overrides.append(key).append("=").append(value);
     }
     std::cout << std::setw(14) << run.id << std::setw(static_cast<int>(width) + 2) << run.name
-              << std::setw(7) << run.group << (overrides.empty() ? "-" : overrides) << "\n";
+              << std::setw(static_cast<int>(group_width) + 2) << run.group
+              << (overrides.empty() ? "-" : overrides) << "\n";
   }
 }
 
@@ -87,6 +92,17 @@ cluster::SlurmProfile find_profile(const po::variables_map& values, const config
     if (fs::exists(beside)) path = beside.string();
   }
   return cluster::load_profile(path);
+}
+
+// Every row's first seed starts before any row's second seed (stable within a seed), so a sweep
+// stopped or still running halfway already has one run of every row for the table.
+void launch_seed_by_seed(const config::Sweep& sweep, std::vector<const config::SweepRun*>& runs) {
+  std::map<uint64_t, size_t> seed_rank;
+  for (const config::SweepRun& run : sweep.runs) seed_rank.emplace(run.seed, seed_rank.size());
+  std::stable_sort(runs.begin(), runs.end(),
+                   [&](const config::SweepRun* a, const config::SweepRun* b) {
+                     return seed_rank.at(a->seed) < seed_rank.at(b->seed);
+                   });
 }
 
 int launch_local(const config::Sweep& sweep, const std::vector<const config::SweepRun*>& runs,
@@ -268,6 +284,7 @@ int run_sweep(const std::vector<std::string>& args) {
     const auto failed = skipped.find(cluster::Decision::kSkipFailed);
     return failed == skipped.end() ? kExitOk : kExitFailure;
   }
+  launch_seed_by_seed(sweep, to_launch);
   std::cout << (dry_run ? "would launch " : "launching ") << to_launch.size() << " run(s) with the "
             << launcher << " launcher\n";
   if (launcher == "slurm") return launch_slurm(sweep, to_launch, sweep_dir, values, dry_run);

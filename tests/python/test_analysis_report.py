@@ -337,3 +337,21 @@ def test_bleu_statistics_match_attnlab_bleu(attnlab, tmp_path):
     totals = bleu.corpus_stats(hypotheses, references).sum(axis=0)
     assert (totals[0], totals[1]) == (expected["hyp_len"], expected["ref_len"])
     assert bleu.bleu_from_stats(totals) == pytest.approx(expected["score"], abs=1e-4)
+
+
+def test_provenance_names_hosts_commits_dates_and_summed_wall_time(report, sweep_dir):
+    """The report's provenance section is read from the run files: hosts, commits, the span of
+    creation times and the training seconds summed over runs (computed here with h5py)."""
+    hosts, commits, created, seconds = set(), set(), [], 0.0
+    for path in sweep_dir.glob("*/run.h5"):
+        summary, attrs = read_summary(path)
+        hosts.add(str(attrs["host"]))
+        commits.add(str(attrs["git_commit"]))
+        created.append(str(attrs["created"]))
+        seconds += float(summary["train_seconds"])
+    text = (report / "report.md").read_text()
+    section = text[text.index("## Provenance"):text.index("## Table")]
+    assert f"runs made on: {', '.join(sorted(hosts))};" in section
+    assert f"attnlab commit(s): {', '.join(sorted(commits))}" in section
+    assert f"runs created: {min(created)} to {max(created)}" in section
+    assert f"summed over runs: {seconds / 60.0:.1f} min" in section

@@ -196,3 +196,20 @@ def test_hostile_profile_values_are_rejected_with_the_key(attnlab, tmp_path):
     assert result.returncode == 2
     assert "bad.yaml: partition: 'debug; touch PWNED' is not allowed here" in result.stderr
     assert not list(tmp_path.rglob("*.sbatch"))
+
+
+def test_runs_launch_seed_by_seed(attnlab, tmp_path):
+    """Every row's first seed is launched before any second seed, so a half-finished sweep has
+    one run of every row (the manifest keeps rows x grid x seeds order)."""
+    sweep = write_sweep(tmp_path, name="order", seeds="[3, 1]",
+                        extra="  grid: {model.norm: [post, pre], model.heads: [2, 4]}\n")
+    result = run_attnlab(attnlab, "sweep", sweep, "--dry-run", "--out", tmp_path / "runs")
+    listed = [line.split()[:2] for line in result.stdout.splitlines()
+              if len(line.split()) >= 2 and line.split()[1].startswith("norm-")]
+    assert [name.rsplit(".", 1)[1] for _, name in listed] == ["seed3", "seed1"] * 4  # manifest
+    launched = [line.split("--run-id", 1)[1].split()[0] for line in result.stdout.splitlines()
+                if "--run-id" in line]
+    seed_of = {run_id: name.rsplit(".", 1)[1] for run_id, name in listed}
+    assert [seed_of[run_id] for run_id in launched] == ["seed3"] * 4 + ["seed1"] * 4
+    grid_of = {run_id: name.rsplit(".", 1)[0] for run_id, name in listed}
+    assert [grid_of[run_id] for run_id in launched[:4]] == [grid_of[i] for i in launched[4:]]
