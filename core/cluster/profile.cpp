@@ -1,63 +1,43 @@
 // Loading and checking cluster profiles (strict: unknown keys and wrong types are errors).
 #include "core/cluster/profile.h"
 
-// GCC 12 reports -Wdangling-pointer inside yaml-cpp 0.7's inline node code, a false positive on
-// its shared memory holder; the pragma covers only yaml-cpp's own lines.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
-#include <yaml-cpp/yaml.h>
-#pragma GCC diagnostic pop
-#else
-#include <yaml-cpp/yaml.h>
-#endif
-
 #include <set>
 
 #include "core/cluster/shell.h"
 #include "core/config/config.h"
+#include "core/config/yaml_tree.h"
 
 namespace attnlab::cluster {
 namespace {
 
-std::string where(const std::string& file, const YAML::Node& node, const std::string& key) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.line < 0) return file + ": " + key;
-  return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) + ": " +
-         key;
+using config::YamlNode;
+
+std::string read_string(const YamlNode& node, const std::string& at) {
+  if (!node.is_scalar()) throw ConfigError(at + ": expected a string");
+  return node.scalar;
 }
 
-std::string read_string(const YAML::Node& node, const std::string& at) {
-  if (!node.IsScalar()) throw ConfigError(at + ": expected a string");
-  return node.Scalar();
-}
-
-int64_t read_integer(const YAML::Node& node, const std::string& at, int64_t minimum) {
-  int64_t value = 0;
-  if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, value)) {
-    throw ConfigError(at + ": expected an integer, got '" + (node.IsScalar() ? node.Scalar() : "") +
-                      "'");
+int64_t read_integer(const YamlNode& node, const std::string& at, int64_t minimum) {
+  if (!node.integer) {
+    throw ConfigError(at + ": expected an integer, got '" + node.text() + "'");
   }
-  if (value < minimum) {
+  if (*node.integer < minimum) {
     throw ConfigError(at + ": expected an integer >= " + std::to_string(minimum) + ", got " +
-                      std::to_string(value));
+                      std::to_string(*node.integer));
   }
-  return value;
+  return *node.integer;
 }
 
-bool read_bool(const YAML::Node& node, const std::string& at) {
-  bool value = false;
-  if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
-    throw ConfigError(at + ": expected true or false");
-  }
-  return value;
+bool read_bool(const YamlNode& node, const std::string& at) {
+  if (!node.boolean) throw ConfigError(at + ": expected true or false");
+  return *node.boolean;
 }
 
-std::vector<std::string> read_strings(const YAML::Node& node, const std::string& at) {
-  if (node.IsNull()) return {};
-  if (!node.IsSequence()) throw ConfigError(at + ": expected a list of strings");
+std::vector<std::string> read_strings(const YamlNode& node, const std::string& at) {
+  if (node.is_null()) return {};
+  if (!node.is_sequence()) throw ConfigError(at + ": expected a list of strings");
   std::vector<std::string> out;
-  for (const YAML::Node& item : node) out.push_back(read_string(item, at + "[]"));
+  for (const YamlNode& item : node.items) out.push_back(read_string(item, at + "[]"));
   return out;
 }
 
@@ -93,26 +73,17 @@ void validate(const SlurmProfile& profile, const std::string& where) {
 }
 
 SlurmProfile load_profile(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw ConfigError(path + ": cannot read the cluster profile (no such file?)");
-  } catch (const YAML::Exception& error) {
-    throw ConfigError(path + ":" + std::to_string(error.mark.line + 1) + ":" +
-                      std::to_string(error.mark.column + 1) + ": " + error.msg);
-  }
+  const YamlNode root = config::read_yaml_file(path, "the cluster profile");
   SlurmProfile profile;
   profile.source = path;
-  if (root.IsNull()) return profile;
-  if (!root.IsMap()) throw ConfigError(path + ": a cluster profile is a mapping of keys");
+  if (root.is_null()) return profile;
+  if (!root.is_map()) throw ConfigError(path + ": a cluster profile is a mapping of keys");
   static const std::set<std::string> known = {
       "partition",  "account",  "qos",         "time",           "mem",    "ranks", "cpus_per_task",
       "overcommit", "launcher", "max_running", "signal_seconds", "sbatch", "env",   "setup"};
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string key = it->first.Scalar();
-    const YAML::Node value = it->second;  // a copy: the iterator's pair is a temporary
-    const std::string at = where(path, it->first, key);
+  for (size_t i = 0; i < root.fields.size(); ++i) {
+    const auto& [key, value] = root.fields[i];
+    const std::string at = root.keys[i].where(path) + ": " + key;
     if (!known.count(key)) {
       std::string list;
       for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
@@ -132,11 +103,10 @@ SlurmProfile load_profile(const std::string& path) {
     if (key == "sbatch") profile.sbatch = read_strings(value, at);
     if (key == "setup") profile.setup = read_strings(value, at);
     if (key == "env") {
-      if (value.IsNull()) continue;
-      if (!value.IsMap()) throw ConfigError(at + ": expected a mapping NAME: value");
-      for (auto entry = value.begin(); entry != value.end(); ++entry) {
-        const std::string name = entry->first.Scalar();
-        profile.env.emplace_back(name, read_string(entry->second, at + "." += name));
+      if (value.is_null()) continue;
+      if (!value.is_map()) throw ConfigError(at + ": expected a mapping NAME: value");
+      for (const auto& [name, entry] : value.fields) {
+        profile.env.emplace_back(name, read_string(entry, at + "." += name));
       }
     }
   }

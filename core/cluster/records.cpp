@@ -1,39 +1,23 @@
 // Reading the manifest's run list and reading/writing the Slurm submissions of a sweep directory.
 #include "core/cluster/records.h"
 
-// GCC 12 reports -Wdangling-pointer inside yaml-cpp 0.7's inline node code, a false positive on
-// its shared memory holder; the pragma covers only yaml-cpp's own lines.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
-#include <yaml-cpp/yaml.h>
-#pragma GCC diagnostic pop
-#else
-#include <yaml-cpp/yaml.h>
-#endif
-
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 
 #include "core/config/options.h"
+#include "core/config/yaml_tree.h"
 #include "core/util/check.h"
 
 namespace attnlab::cluster {
 namespace fs = std::filesystem;
 namespace {
 
-YAML::Node load(const std::string& path) {
-  try {
-    return YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw Error("cannot read " + path);
-  } catch (const YAML::Exception& error) {
-    throw Error(path + ":" + std::to_string(error.mark.line + 1) + ": " + error.msg);
-  }
-}
+using config::YamlNode;
 
-std::string text(const YAML::Node& node) { return node && node.IsScalar() ? node.Scalar() : ""; }
+YamlNode load(const std::string& path) { return config::read_yaml_file(path, "the sweep record"); }
+
+std::string text(const YamlNode* node) { return node ? node->text() : ""; }
 
 }  // namespace
 
@@ -44,13 +28,13 @@ std::vector<ManifestRun> read_manifest_runs(const std::string& sweep_dir) {
                 " is not a sweep directory: it has no manifest.yaml (attnlab sweep "
                 "writes it)");
   }
-  const YAML::Node root = load(path);
-  if (!root.IsMap() || !root["runs"] || !root["runs"].IsSequence()) {
-    throw Error(path + ": not a sweep manifest (no runs: list)");
-  }
+  const YamlNode root = load(path);
+  const YamlNode* list = root.find("runs");
+  if (!list || !list->is_sequence()) throw Error(path + ": not a sweep manifest (no runs: list)");
   std::vector<ManifestRun> runs;
-  for (const YAML::Node& run : root["runs"]) {
-    runs.push_back(ManifestRun{text(run["id"]), text(run["name"]), text(run["group"])});
+  for (const YamlNode& run : list->items) {
+    runs.push_back(
+        ManifestRun{text(run.find("id")), text(run.find("name")), text(run.find("group"))});
     CHECK(!runs.back().id.empty()) << path << ": a run without an id";
   }
   return runs;
@@ -63,15 +47,16 @@ std::string submissions_path(const std::string& sweep_dir) {
 std::vector<Submission> read_submissions(const std::string& sweep_dir) {
   const std::string path = submissions_path(sweep_dir);
   if (!fs::exists(path)) return {};
-  const YAML::Node root = load(path);
+  const YamlNode root = load(path);
   std::vector<Submission> out;
-  const YAML::Node list = root.IsMap() ? root["submissions"] : YAML::Node();
-  CHECK(list && list.IsSequence()) << path << ": expected a submissions: list";
-  for (const YAML::Node& item : list) {
-    Submission submission{text(item["job_id"]), text(item["script"]), text(item["submitted"]), {}};
+  const YamlNode* list = root.find("submissions");
+  CHECK(list && list->is_sequence()) << path << ": expected a submissions: list";
+  for (const YamlNode& item : list->items) {
+    Submission submission{
+        text(item.find("job_id")), text(item.find("script")), text(item.find("submitted")), {}};
     CHECK(!submission.job_id.empty()) << path << ": a submission without a job_id";
-    if (item["runs"] && item["runs"].IsSequence()) {
-      for (const YAML::Node& id : item["runs"]) submission.run_ids.push_back(text(id));
+    if (const YamlNode* ids = item.find("runs"); ids && ids->is_sequence()) {
+      for (const YamlNode& id : ids->items) submission.run_ids.push_back(id.text());
     }
     out.push_back(std::move(submission));
   }

@@ -191,7 +191,13 @@ TEST(Experiments, EveryFileLoadsAndSweepsHaveTheirSizes) {
                                                      {"ablations/norm.yaml", 12},
                                                      {"ablations/positions.yaml", 6},
                                                      {"ablations/attention_scale.yaml", 16},
-                                                     {"ablations/label_smoothing.yaml", 9}};
+                                                     {"ablations/label_smoothing.yaml", 9},
+                                                     {"small/study.yaml", 16},
+                                                     {"small/table3.yaml", 60},
+                                                     {"studies/heads.yaml", 2},
+                                                     {"studies/positions_length.yaml", 2},
+                                                     {"studies/sqrt_dk.yaml", 10},
+                                                     {"studies/warmup_norm.yaml", 8}};
   size_t files = 0, sweeps = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(kExperiments)) {
     if (entry.path().extension() != ".yaml") continue;
@@ -220,6 +226,47 @@ TEST(Experiments, SmokeTasksAreSmallAndFitTheirVocabulary) {
     EXPECT_LE(c.model.d_ff, 256);
     EXPECT_EQ(c.model.vocab_size, c.data.synthetic.symbols + 3);
     EXPECT_EQ(c.train.label_smoothing, 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace attnlab
+
+namespace attnlab {
+namespace {
+
+// The CPU-scale Table 3 is the paper's Table 3 with every width divided by 8 and depth by 2: row
+// for row, the same heads, dropout, smoothing, positions, step ratio to the base and paper values.
+TEST(Experiments, SmallTable3IsThePaperTableScaledConsistently) {
+  const config::Sweep paper = config::expand(kExperiments + "paper/table3.yaml");
+  const config::Sweep small = config::expand(kExperiments + "small/table3.yaml");
+  ASSERT_EQ(small.runs.size(), 3 * paper.runs.size());  // three seeds of every row
+  const auto& paper_base = paper.runs.front().config;
+  const auto& small_base = small.runs.front().config;
+  for (size_t row = 0; row < paper.runs.size(); ++row) {
+    const config::SweepRun& p = paper.runs[row];
+    for (size_t seed = 0; seed < 3; ++seed) {
+      const config::SweepRun& s = small.runs[3 * row + seed];
+      SCOPED_TRACE(p.name + " vs " + s.name);
+      EXPECT_EQ(s.group, p.group);
+      const ModelConfig& pm = p.config.model;
+      const ModelConfig& sm = s.config.model;
+      EXPECT_EQ(pm.d_model, 8 * sm.d_model);
+      EXPECT_EQ(pm.d_ff, 8 * sm.d_ff);
+      EXPECT_EQ(pm.d_k, 8 * sm.d_k);
+      EXPECT_EQ(pm.d_v, 8 * sm.d_v);
+      EXPECT_EQ(pm.heads, sm.heads);
+      EXPECT_EQ(pm.encoder_layers, 2 * sm.encoder_layers);
+      EXPECT_EQ(pm.decoder_layers, 2 * sm.decoder_layers);
+      EXPECT_EQ(pm.dropout, sm.dropout);
+      EXPECT_EQ(pm.positions, sm.positions);
+      EXPECT_EQ(p.config.train.label_smoothing, s.config.train.label_smoothing);
+      EXPECT_EQ(p.config.train.steps * small_base.train.steps,
+                s.config.train.steps * paper_base.train.steps);
+      EXPECT_EQ(p.paper.ppl, s.paper.ppl);
+      EXPECT_EQ(p.paper.bleu, s.paper.bleu);
+      EXPECT_EQ(s.seed, seed + 1);
+    }
   }
 }
 

@@ -1,0 +1,75 @@
+// read_yaml_file: yaml-cpp's node graph copied into config::YamlNode.
+#include "core/config/yaml_tree.h"
+
+// GCC 12 reports -Wdangling-pointer inside yaml-cpp 0.7's inline node code, a false positive on
+// its shared memory holder; the pragma covers only yaml-cpp's own lines.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+#include <yaml-cpp/yaml.h>
+#pragma GCC diagnostic pop
+#else
+#include <yaml-cpp/yaml.h>
+#endif
+
+#include "core/config/config.h"
+
+namespace attnlab::config {
+namespace {
+
+YamlNode convert(const YAML::Node& node) {
+  YamlNode out;
+  const YAML::Mark mark = node.Mark();
+  if (mark.line >= 0) {
+    out.line = mark.line + 1;
+    out.column = mark.column + 1;
+  }
+  if (node.IsScalar()) {
+    out.kind = YamlNode::Kind::kScalar;
+    out.scalar = node.Scalar();
+    int64_t integer = 0;
+    if (YAML::convert<int64_t>::decode(node, integer)) out.integer = integer;
+    bool boolean = false;
+    if (YAML::convert<bool>::decode(node, boolean)) out.boolean = boolean;
+  } else if (node.IsSequence()) {
+    out.kind = YamlNode::Kind::kSequence;
+    for (const YAML::Node& item : node) out.items.push_back(convert(item));
+  } else if (node.IsMap()) {
+    out.kind = YamlNode::Kind::kMap;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      // Copies: the iterator's pair is a temporary whose nodes must not be kept by reference.
+      const YAML::Node key = it->first;
+      const YAML::Node value = it->second;
+      out.keys.push_back(convert(key));
+      out.fields.emplace_back(key.IsScalar() ? key.Scalar() : std::string(), convert(value));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const YamlNode* YamlNode::find(const std::string& key) const {
+  for (const auto& [name, value] : fields) {
+    if (name == key) return &value;
+  }
+  return nullptr;
+}
+
+std::string YamlNode::where(const std::string& file) const {
+  if (line <= 0) return file;
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+YamlNode read_yaml_file(const std::string& path, const std::string& what) {
+  try {
+    return convert(YAML::LoadFile(path));
+  } catch (const YAML::BadFile&) {
+    throw ConfigError(path + ": cannot read " + what + " (no such file?)");
+  } catch (const YAML::Exception& error) {
+    throw ConfigError(path + ":" + std::to_string(error.mark.line + 1) + ":" +
+                      std::to_string(error.mark.column + 1) + ": " + error.msg);
+  }
+}
+
+}  // namespace attnlab::config
