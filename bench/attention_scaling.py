@@ -58,11 +58,13 @@ def machine():
 def git_commit():
     commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True, check=False).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--", "core/ops", "bench/attention_bench.cpp"],
-        cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
-    return (commit or "unknown") + (" (with uncommitted changes in core/ops or the bench)"
-                                    if dirty else "")
+    measured = ["core/ops/attention.cpp", "core/ops/attention_tiled.h",
+                "core/ops/attention_tiled.cpp", "core/ops/ops.h", "core/tensor",
+                "bench/attention_bench.cpp"]
+    dirty = subprocess.run(["git", "status", "--porcelain", "--"] + measured, cwd=ROOT,
+                           capture_output=True, text=True, check=False).stdout.strip()
+    note = " (with uncommitted changes to the measured kernels or the bench)" if dirty else ""
+    return (commit or "unknown") + note
 
 
 def run_bench(binary, threads, bench_filter, repetitions):
