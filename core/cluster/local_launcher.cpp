@@ -148,7 +148,8 @@ LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& opt
     }
   };
 
-  while (next < runs.size() || !running.empty()) {
+  // After a stop request nothing new starts, so the loop ends once the running runs are done.
+  while ((g_stop_signals == 0 && next < runs.size()) || !running.empty()) {
     // Start what fits: a run always starts when nothing runs, so one larger than the machine
     // still runs (alone).
     while (g_stop_signals == 0 && next < runs.size() &&

@@ -126,19 +126,22 @@ def test_a_failed_run_is_named_and_waits_for_retry_failed(attnlab, tmp_path):
 
 
 def test_ctrl_c_checkpoints_the_runs_and_a_rerun_resumes_them(attnlab, tmp_path):
-    sweep = write_sweep(tmp_path, name="stopped", steps=400, seeds="[1]",
+    """Ctrl-C while one run trains and another waits: the running one checkpoints, the waiting one
+    never starts, the launcher exits (it once spun forever with a run still queued), and a rerun
+    finishes both."""
+    sweep = write_sweep(tmp_path, name="stopped", steps=400, seeds="[1, 2]",
                         extra="  grid: {model.norm: [pre]}\n")
     runs = tmp_path / "runs"
-    command = [str(attnlab), "sweep", str(sweep), "--out", str(runs)]
+    command = [str(attnlab), "sweep", str(sweep), "--out", str(runs), "--max-parallel", "1"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={"PATH": "/usr/bin:/bin"})
     run_dir = None
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and run_dir is None:
         dirs = run_dirs(runs / "stopped") if (runs / "stopped").is_dir() else []
-        if dirs and (dirs[0] / "ckpt").is_dir() and any((dirs[0] / "ckpt").iterdir()):
-            run_dir = dirs[0]
-            break
+        for candidate in dirs:
+            if (candidate / "ckpt").is_dir() and any((candidate / "ckpt").iterdir()):
+                run_dir = candidate
         time.sleep(0.1)
     assert run_dir is not None, "the run wrote no checkpoint within 120 s"
     process.send_signal(signal.SIGINT)
@@ -149,9 +152,11 @@ def test_ctrl_c_checkpoints_the_runs_and_a_rerun_resumes_them(attnlab, tmp_path)
         assert f.attrs["status"] == "preempted"
         stopped_at = int(f["train"]["step"][-1])
     assert stopped_at < 400
+    queued = [d for d in run_dirs(runs / "stopped") if d != run_dir]
+    assert len(queued) == 1 and not (queued[0] / "run.h5").exists()
 
     resumed = run_attnlab(attnlab, "sweep", sweep, "--out", runs, timeout=240)
-    assert "1/1 done" in resumed.stdout
+    assert "2/2 done" in resumed.stdout
     with h5py.File(run_dir / "run.h5", "r") as f:
         assert f.attrs["status"] == "completed"
         assert list(f["train"]["step"][...]) == list(range(1, 401))
