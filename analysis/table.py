@@ -201,6 +201,19 @@ def _blocks(sweep):
     return {g: [sweep.base] + keys for g, keys in blocks.items()}
 
 
+def _order_verdict(tau):
+    """Kendall's tau in words: how much of the paper's ordering the block reproduces."""
+    if tau >= 1.0 - 1e-12:
+        return "the paper's order"
+    if tau > 0.0:
+        return "mostly the paper's order"
+    if tau <= -1.0 + 1e-12:
+        return "the reverse of the paper's order"
+    if tau < 0.0:
+        return "mostly reversed"
+    return "unrelated to the paper's order"
+
+
 def _trend(sweep, records, metrics):
     by_row = {r["row"]: r for r in records}
     paper_metrics = [m for m in metrics if m.paper_key]
@@ -219,7 +232,7 @@ def _trend(sweep, records, metrics):
                 parts.append(f"{metric.label}: n/a ({len(pairs)} row(s) with both values)")
                 continue
             tau = stats.kendall_tau([a for a, _ in pairs], [b for _, b in pairs])
-            text = "n/a (ties)" if not np.isfinite(tau) else f"{tau:+.2f}"
+            text = "n/a (ties)" if not np.isfinite(tau) else f"{tau:+.2f} ({_order_verdict(tau)})"
             parts.append(f"{metric.label}: tau = {text} over {len(pairs)} rows")
         lines.append(f"- block {group}: " + "; ".join(parts))
     return lines
