@@ -49,6 +49,8 @@ def parse_args(argv):
     parser.add_argument("--bootstrap-samples", type=int, default=1000,
                         help="paired bootstrap samples for BLEU (default: 1000)")
     parser.add_argument("--no-figures", action="store_true", help="tables only")
+    parser.add_argument("--notes", help="a Markdown file whose text goes into report.md as its "
+                        "Discussion section (prose about the measured table)")
     return parser.parse_args(argv)
 
 
@@ -70,6 +72,12 @@ def _attention_rows(sweep, choice):
 
 def write_report(args):
     """Writes every output of `args`; returns (output directory, the Table, incomplete?)."""
+    notes = None
+    if args.notes:
+        try:
+            notes = pathlib.Path(args.notes).read_text(encoding="utf-8").strip()
+        except OSError as error:
+            raise AnalysisError(f"--notes {args.notes}: cannot read it ({error.strerror})") from None
     sweep = load_sweep(args.sweep, base=args.base, with_attention=not args.no_figures)
     out = pathlib.Path(args.out) if args.out else sweep.directory / "report"
     out.mkdir(parents=True, exist_ok=True)
@@ -85,7 +93,7 @@ def write_report(args):
         (out / "table.tex").write_text(render.latex(table), encoding="utf-8")
     if "md" in args.format:
         (out / "report.md").write_text(_markdown_report(sweep, table, out, figure_files,
-                                                        figure_notes), encoding="utf-8")
+                                                        figure_notes, notes), encoding="utf-8")
     return out, table
 
 
@@ -124,7 +132,7 @@ def _provenance(sweep):
     return lines
 
 
-def _markdown_report(sweep, table, out, figure_files, figure_notes):
+def _markdown_report(sweep, table, out, figure_files, figure_notes, notes=None):
     counts = sweep.runs["status"].value_counts().to_dict()
     status = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     lines = [f"# Sweep {sweep.name}", "",
@@ -140,6 +148,8 @@ def _markdown_report(sweep, table, out, figure_files, figure_notes):
     lines += sweep.notes + ([""] if sweep.notes else [])
     lines += ["## Table (paper Table 3 layout)", "", render.markdown(table),
               "## Runs (cost per run, Table 2 style)", "", render.runs_markdown(sweep)]
+    if notes:
+        lines += ["## Discussion", "", notes, ""]
     lines += ["## Figures", ""]
     for path in figure_files:
         name = pathlib.Path(path).relative_to(out)

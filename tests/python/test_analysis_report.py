@@ -357,3 +357,20 @@ def test_provenance_names_hosts_commits_dates_and_summed_wall_time(report, sweep
     assert f"attnlab commit(s): {', '.join(sorted(commits))}" in section
     assert f"runs created: {min(created)} to {max(created)}" in section
     assert f"summed over runs: {seconds / 60.0:.1f} min" in section
+
+
+def test_notes_become_the_discussion_and_a_missing_notes_file_is_named(sweep_dir, tmp_path,
+                                                                        capsys):
+    notes = tmp_path / "notes.md"
+    notes.write_text("Heads matter less than depth here.\n")
+    out = tmp_path / "with-notes"
+    assert report_main([str(sweep_dir), "--out", str(out), "--no-figures", "--notes",
+                        str(notes)]) == 0
+    text = (out / "report.md").read_text()
+    discussion = text[text.index("## Discussion"):text.index("## Figures")]
+    assert "Heads matter less than depth here." in discussion
+    assert text.index("## Runs") < text.index("## Discussion")
+    assert report_main([str(sweep_dir), "--out", str(tmp_path / "x"), "--no-figures",
+                        "--notes", str(tmp_path / "absent.md")]) == 2
+    assert f"--notes {tmp_path / 'absent.md'}: cannot read it" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()  # nothing written before the input was checked
