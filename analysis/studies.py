@@ -26,6 +26,7 @@ import time
 if __package__ in (None, ""):  # run as a file: the checkout's root
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
+import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis import studies_data as data  # noqa: E402
@@ -60,23 +61,29 @@ def _call(command, runs_dir, key):
         raise RuntimeError(f"{' '.join(map(str, command))} exited {result.returncode}")
 
 
-def long_view(run_dir, max_length):
-    """A directory that `attnlab eval` reads as the run with data.max_length = `max_length`.
+def long_view(run_dir, max_length, view=None, test=None):
+    """A directory that `attnlab eval` reads as the run with data.max_length = `max_length`
+    (and, with `test` = (src, tgt), another test set).
 
     `attnlab eval` cuts every test side to the run's data.max_length - 1 pieces (make_eval_set)
     and load_run_config() prefers <dir>/config.yaml to the config stored in run.h5, so the view
-    holds a config.yaml inheriting the run's own (`base: ../config.yaml`) with only
-    data.max_length changed, the run's checkpoints (a symbolic link) and a copy of run.h5 for the
-    results. The run itself is left as it was."""
-    view = pathlib.Path(run_dir) / LONG_VIEW
-    view.mkdir(exist_ok=True)
+    holds a config.yaml inheriting the run's own with only those keys changed, the run's
+    checkpoints (a symbolic link) and a copy of run.h5 for the results. The run itself is left
+    as it was. `view` defaults to <run_dir>/long_eval."""
+    run_dir = pathlib.Path(run_dir)
+    view = pathlib.Path(view) if view else run_dir / LONG_VIEW
+    view.mkdir(parents=True, exist_ok=True)
+    overrides = f"data: {{max_length: {max_length}"
+    if test:
+        overrides += f", test: {{src: {test[0]}, tgt: {test[1]}}}"
     (view / "config.yaml").write_text(
         "# The run, evaluated on test sentences longer than it was trained on (analysis.studies)\n"
-        f"base: ../config.yaml\ndata: {{max_length: {max_length}}}\n", encoding="utf-8")
+        f"base: {os.path.relpath(run_dir / 'config.yaml', view)}\n{overrides}}}\n",
+        encoding="utf-8")
     if not (view / "ckpt").exists():
-        (view / "ckpt").symlink_to("../ckpt")
+        (view / "ckpt").symlink_to(os.path.relpath(run_dir / "ckpt", view))
     if not (view / "run.h5").exists():
-        shutil.copyfile(pathlib.Path(run_dir) / "run.h5", view / "run.h5")
+        shutil.copyfile(run_dir / "run.h5", view / "run.h5")
     return view
 
 
@@ -92,16 +99,52 @@ def run_studies(args):
         evaluate_long(runs_dir / "positions_length", args.attnlab, runs_dir)
 
 
+SAMPLE_PER_BUCKET = 60  # test sentences translated per source-length bucket
+MAX_LEN_OFFSET = 20     # greedy output <= source length + this (a weak model rarely stops early)
+
+
+def test_sample(run, sample_dir):
+    """Buckets of the test set by source length in pieces (the first holds the lengths seen in
+    training) and the first SAMPLE_PER_BUCKET sentences of each in file order, written to
+    <sample_dir>/bucket_<b>.{src,tgt}. Returns (edges, [(src path, tgt path, line numbers)])."""
+    tokenizer = tokenizer_path(run)
+    if tokenizer is None:
+        raise AnalysisError(f"{run.path}: its tokenizer is not found (the positions study "
+                            "buckets the test set by pieces)")
+    counter = data.PieceCounter(tokenizer)
+    sources = data.read_lines(ROOT / run.config["data.test.src"])
+    targets = data.read_lines(ROOT / run.config["data.test.tgt"])
+    lengths = [counter(line) for line in sources]
+    edges = data.bucket_edges(lengths, count=5, first=int(run.config["data.max_length"]))
+    sample_dir.mkdir(parents=True, exist_ok=True)
+    out = []
+    for bucket in range(len(edges)):
+        lines = [i for i, n in enumerate(lengths)
+                 if data.bucket_of(n, edges) == bucket][:SAMPLE_PER_BUCKET]
+        src, tgt = sample_dir / f"bucket_{bucket}.src", sample_dir / f"bucket_{bucket}.tgt"
+        src.write_text("".join(sources[i] + "\n" for i in lines), encoding="utf-8")
+        tgt.write_text("".join(targets[i] + "\n" for i in lines), encoding="utf-8")
+        out.append((src.resolve(), tgt.resolve(), lines))
+    return edges, out
+
+
 def evaluate_long(sweep_dir, attnlab, runs_dir):
-    """Greedy test translations of every completed positions_length run through its long view,
-    with max_length = max_positions - 2 (the largest the config rules allow)."""
+    """Greedy translation and perplexity of every completed positions_length run on each bucket
+    sample, through views with max_length = max_positions - 2 (the largest the rules allow)."""
     sweep = load_sweep(sweep_dir, with_attention=False)
-    for _, run_id, run in data.completed_runs(sweep):
+    runs = data.completed_runs(sweep)
+    if not runs:
+        return
+    _, samples = test_sample(runs[0][2], pathlib.Path(sweep_dir) / "test_sample")
+    for _, run_id, run in runs:
         run_dir = pathlib.Path(run.path).parent
-        view = long_view(run_dir, int(run.config["model.max_positions"]) - 2)
-        if (view / "hyp.test.txt").exists():
-            continue
-        _call([attnlab, "eval", view, "--split", "test"], runs_dir, "positions_length_eval")
+        for bucket, (src, tgt, _) in enumerate(samples):
+            view = long_view(run_dir, int(run.config["model.max_positions"]) - 2,
+                             run_dir / LONG_VIEW / f"bucket_{bucket}", (src, tgt))
+            if (view / "hyp.test.txt").exists():
+                continue
+            _call([attnlab, "eval", view, "--split", "test", "--max-len-offset", MAX_LEN_OFFSET],
+                  runs_dir, "positions_length_eval")
 
 
 # --- the tokenizer of a run ------------------------------------------------------------
@@ -174,7 +217,8 @@ def section_sqrt_dk(sweep, out_dir, page):
                      f"means proportional to d_k, 0 independent of it), from "
                      f"{_fmt(claim['variance'][0])} at d_k = {claim['d_k'][0]} to "
                      f"{_fmt(claim['variance'][-1])} at d_k = {claim['d_k'][-1]}; entropy "
-                     f"{_fmt(claim['entropy'][0])} -> {_fmt(claim['entropy'][-1])} nats; "
+                     f"{_fmt(claim['entropy'][0])} nats at d_k = {claim['d_k'][0]} and "
+                     f"{_fmt(claim['entropy'][-1])} at d_k = {claim['d_k'][-1]}; "
                      f"query/key gradient norm ~ d_k^{claim['gradient_slope']:.2f}.")
     init_none, init_scaled = claims.get(("none", "init")), claims.get(("rsqrt_dk", "init"))
     if init_none and init_scaled:
@@ -185,13 +229,31 @@ def section_sqrt_dk(sweep, out_dir, page):
             + ("grows with d_k while the scaled one stays nearly flat" if grows > 0.5
                else "does not grow much faster with d_k than the scaled one")
             + f" (slopes {init_none['variance_slope']:.2f} vs {init_scaled['variance_slope']:.2f}"
-            "; the note's unit-variance argument predicts 1 vs 0). At the largest d_k the "
-            f"unscaled attention has entropy {_fmt(init_none['entropy'][-1])} nats against "
-            f"{_fmt(init_scaled['entropy'][-1])} scaled"
-            + (" (sharper, towards one-hot)" if init_none['entropy'][-1] < init_scaled['entropy'][-1]
-               else "")
-            + f", and its query/key gradient norm is {_fmt(init_none['gradient'][-1])} against "
-            f"{_fmt(init_scaled['gradient'][-1])} scaled.")
+            "; the note's unit-variance argument predicts 1 vs 0).")
+        lines.append("")
+        init = table[table["moment"] == "init"].pivot(index="d_k", columns="scale")
+        init = init.dropna()
+        if not init.empty:
+            ratio = init["qk_grad_norm"]["none"] / init["qk_grad_norm"]["rsqrt_dk"]
+            entropy_none, entropy_scaled = init["entropy"]["none"], init["entropy"]["rsqrt_dk"]
+            lines.append(
+                "Unscaled against scaled, same d_k, at initialisation: entropy "
+                + ", ".join(f"{_fmt(n)} vs {_fmt(c)} nats (d_k = {d})" for d, n, c in
+                            zip(init.index, entropy_none, entropy_scaled))
+                + "; query/key gradient norm ratio (unscaled / scaled) "
+                + ", ".join(f"{_fmt(r)} (d_k = {d})" for d, r in zip(init.index, ratio)) + ".")
+            lines.append("")
+            if (ratio > 1).all():
+                lines.append(
+                    "So over this range the unscaled softmax is sharper (lowest mean entropy "
+                    f"{_fmt(entropy_none.min())} nats; one-hot rows would give 0) and its "
+                    "gradient into W_Q and W_K is larger than with the scale, not vanishing. "
+                    "The vanishing-gradient half of the note's argument needs logits wide enough "
+                    "to make the softmax nearly one-hot, which these d_k and this initialisation "
+                    "do not reach; the sharpening half is measured.")
+            elif (np.diff(ratio.to_numpy()) < 0).all():
+                lines.append("The unscaled/scaled gradient ratio falls as d_k grows: the "
+                             "saturating softmax passes less gradient, as the note argues.")
     lines += ["", "<details><summary>table</summary>", ""]
     lines += _table(table.sort_values(["scale", "moment", "d_k"]), [
         ("scale", "scale", str), ("d_k", "d_k", str), ("heads", "h", str),
@@ -210,7 +272,8 @@ def section_warmup(sweep, out_dir, page):
              "Sweep `experiments/studies/warmup_norm.yaml`: Post-LN (the paper) and Pre-LN, "
              "inverse_sqrt schedule with "
              f"{' or '.join(str(w) for w in sorted(table['warmup'].unique(), reverse=True))} "
-             "warmup steps (0: the first step at the peak rate), peak {' and '.join(f'{p:g}' for p in sorted(table['peak'].unique()))}, "
+             "warmup steps (0: the first step at the peak rate), "
+             f"peak {' and '.join(f'{p:g}' for p in sorted(table['peak'].unique()))}, "
              f"{int(sweep.data[table['run_id'].iloc[0]].train['step'].max())} steps.", "",
              "**Divergence** (`analysis.studies_data.divergence`): a run diverged if a logged "
              "training loss or gradient norm is not finite, or if the mean loss of its last 10% "
@@ -227,6 +290,15 @@ def section_warmup(sweep, out_dir, page):
             for r in diverged.to_dict("records")) + ".")
     best = table.sort_values("final_loss").iloc[0]
     lines += ["", f"Lowest final loss: {describe(best)} ({best['final_loss']:.3f}).", ""]
+    if "layer_spread_end" in table:
+        spread = table.dropna(subset=["layer_spread_end"]).sort_values("layer_spread_end")
+        if not spread.empty:
+            lines += ["Ratio of the largest to the smallest per-layer gradient norm at the last "
+                      "step (a layer whose gradient collapses drives it up): "
+                      + "; ".join(f"{describe(r)}: {_fmt(r['layer_spread_end'])}"
+                                  for r in spread.iloc[::-1].to_dict("records"))
+                      + f". At step 1 it is {_fmt(spread['layer_spread_step1'].min())} to "
+                      f"{_fmt(spread['layer_spread_step1'].max())} in every run.", ""]
     lines += _table(table, [
         ("norm", "norm", str), ("warmup", "warmup", str), ("peak", "peak lr", _fmt),
         ("first_loss", "first loss", _fmt), ("final_loss", "final loss (last 10%)", _fmt),
@@ -237,43 +309,57 @@ def section_warmup(sweep, out_dir, page):
     return lines, files
 
 
+def _eval_attrs(view):
+    """/eval_test attributes of a view's run.h5 (ppl, bleu, max_len_offset, ...)."""
+    with h5py.File(view / "run.h5", "r", locking=False) as f:
+        if "eval_test" not in f:
+            return None
+        return {k: (v.decode() if isinstance(v, bytes) else v)
+                for k, v in f["eval_test"].attrs.items()}
+
+
 def section_positions(sweep, out_dir, page):
     runs = data.completed_runs(sweep)
     if not runs:
         raise AnalysisError(f"{sweep.directory}: no completed run")
     first = runs[0][2]
     training_length = int(first.config["data.max_length"])
-    test_src = data.read_lines(ROOT / first.config["data.test.src"])
-    test_tgt = data.read_lines(ROOT / first.config["data.test.tgt"])
-    counter, check = None, ""
     tokenizer = tokenizer_path(first)
-    if tokenizer is not None:
-        counter = data.PieceCounter(tokenizer)
-        # The Python count against attnlab's: pairs kept for training (both sides short enough).
-        kept = sum(1 for a, b in zip(data.read_lines(ROOT / first.config["data.train.src"]),
-                                     data.read_lines(ROOT / first.config["data.train.tgt"]))
-                   if max(counter(a), counter(b)) <= training_length - 1)
-        check = (f"The piece counts are computed in Python (`analysis.studies_data.PieceCounter`"
-                 f", SentencePiece BPE over {tokenizer.name}); by that count {kept} training "
-                 f"pairs have both sides within {training_length - 1} pieces, and attnlab kept "
-                 f"{_fmt(first.summary.get('train_pairs'), 6)}.")
-    if counter is not None:
-        lengths = [counter(line) for line in test_src]
-        unit = "pieces"
-        edges = data.bucket_edges(lengths, count=5, first=training_length)
-    else:
-        lengths = [data.source_length_words(line) for line in test_src]
-        unit = "words"
-        edges = data.bucket_edges(lengths)
-    buckets, changes, notes = {}, None, []
+    if tokenizer is None:
+        raise AnalysisError(f"{first.path}: its tokenizer is not found; the positions study "
+                            "buckets the test set by pieces")
+    counter = data.PieceCounter(tokenizer)
+    # The Python count against attnlab's: pairs kept for training (both sides short enough).
+    kept = sum(1 for a, b in zip(data.read_lines(ROOT / first.config["data.train.src"]),
+                                 data.read_lines(ROOT / first.config["data.train.tgt"]))
+               if max(counter(a), counter(b)) <= training_length - 1)
+    check = (f"Piece counts are computed in Python (`analysis.studies_data.PieceCounter`, "
+             f"SentencePiece BPE with {tokenizer.name}); by that count {kept} training pairs "
+             f"have both sides within {training_length - 1} pieces, and attnlab kept "
+             f"{_fmt(first.summary.get('train_pairs'), 6)}.")
+    unit = "pieces"
+    test_count = len(data.read_lines(ROOT / first.config["data.test.src"]))
+    edges, samples = test_sample(first, pathlib.Path(sweep.directory) / "test_sample")
+    buckets, perplexity, changes, notes, offsets = {}, {}, None, [], set()
     for _, run_id, run in runs:
         kind = str(run.config["model.positions"])
         run_dir = pathlib.Path(run.path).parent
-        hyp = run_dir / LONG_VIEW / "hyp.test.txt"
-        if not hyp.exists():
-            notes.append(f"{run_id}: no {hyp} (run with --run to translate the test set)")
-            continue
-        buckets[kind] = data.bleu_by_bucket(lengths, data.read_lines(hyp), test_tgt, edges)
+        lengths, hyps, refs, ppl = [], [], [], []
+        for bucket, (src, tgt, _) in enumerate(samples):
+            view = run_dir / LONG_VIEW / f"bucket_{bucket}"
+            attrs = _eval_attrs(view) if (view / "run.h5").exists() else None
+            if attrs is None or not (view / "hyp.test.txt").exists():
+                notes.append(f"{run_id}: bucket {bucket} not evaluated (run with --run)")
+                break
+            offsets.add(int(attrs["max_len_offset"]))
+            sample_src = data.read_lines(src)
+            lengths += [counter(line) for line in sample_src]
+            hyps += data.read_lines(view / "hyp.test.txt")
+            refs += data.read_lines(tgt)
+            ppl.append(float(attrs["ppl"]))
+        else:
+            buckets[kind] = data.bleu_by_bucket(lengths, hyps, refs, edges)
+            perplexity[kind] = ppl
         if kind == "learned":
             changes = data.position_row_changes(run_dir)
     max_positions = int(first.config["model.max_positions"])
@@ -282,13 +368,14 @@ def section_positions(sweep, out_dir, page):
              f"have at most data.max_length - 1 = {training_length - 1} pieces (plus eos), "
              f"{_fmt(first.summary.get('train_pairs'), 6)} pairs kept and "
              f"{_fmt(first.summary.get('train_pairs_skipped'), 6)} skipped; model.max_positions "
-             f"= {max_positions}; then greedy translation of the whole test set "
-             f"({len(test_src)} sentences) and BLEU per source-length bucket (source length in "
-             f"{unit} without eos"
-             + (f"; the first bucket holds the lengths seen in training, the others split the "
-                f"longer sources into near-equal parts" if unit == "pieces" else
-                "; edges at quintiles of the test sources") + ").", "",
-             check, "",
+             f"= {max_positions}. The test set ({test_count} sentences) is split into buckets by "
+             "source length in pieces (without eos): the first holds the lengths seen in "
+             "training, the others split the longer sources into near-equal parts. The first "
+             f"{SAMPLE_PER_BUCKET} sentences of each bucket (file order) are translated "
+             f"greedily with output length <= source length + "
+             f"{', '.join(str(o) for o in sorted(offsets)) or '?'} and scored: BLEU (this "
+             "bucket's sample) and perplexity per target piece (teacher-forced, from `attnlab "
+             "eval`).", "", check, "",
              "What this code does with positions beyond the training length and beyond "
              "model.max_positions:", "",
              "- Both kinds have model.max_positions rows (the sinusoid table is precomputed with "
@@ -312,17 +399,21 @@ def section_positions(sweep, out_dir, page):
              "Sinusoidal rows there are the same fixed functions of the position as in "
              "training.", ""]
     if buckets:
-        files = figures.positions_figure(buckets, changes, training_length, unit, out_dir)
+        files = figures.positions_figure(buckets, changes, training_length, unit, out_dir,
+                                         perplexity)
         lines += [f"![positions_length]({_relative(files[0], page)})", ""]
         kinds = list(buckets)
         merged = buckets[kinds[0]][["label", "sentences"]].copy()
         for kind in kinds:
             merged[kind] = buckets[kind]["bleu"].to_numpy()
         for kind in kinds:
+            merged[f"{kind} ppl"] = perplexity[kind]
+        for kind in kinds:
             merged[f"{kind} ratio"] = buckets[kind]["hyp_ref_ratio"].to_numpy()
         lines += _table(merged, [("label", f"source {unit}", str),
                                  ("sentences", "sentences", str)]
                         + [(k, f"BLEU {k}", lambda v: _fmt(v, 3)) for k in kinds]
+                        + [(f"{k} ppl", f"PPL {k}", lambda v: _fmt(v, 4)) for k in kinds]
                         + [(f"{k} ratio", f"hyp/ref length {k}", lambda v: _fmt(v, 3))
                            for k in kinds])
         if len(kinds) == 2:
@@ -334,9 +425,19 @@ def section_positions(sweep, out_dir, page):
                 f"{_fmt(shortest[b])} BLEU; longest bucket ({longest['label']} {unit}): {a} "
                 f"{_fmt(longest[a])} vs {b} {_fmt(longest[b])}.")
             for kind in kinds:
-                ratio = longest[kind] / shortest[kind] if shortest[kind] else np.nan
-                lines.append(f"- {kind}: BLEU of the longest bucket is {_fmt(ratio, 2)} x that "
-                             "of the shortest.")
+                rise = merged[f"{kind} ppl"].iloc[-1] / merged[f"{kind} ppl"].iloc[0]
+                lines.append(f"- {kind}: perplexity on the longest bucket is {_fmt(rise, 3)} x "
+                             "that on the bucket of training lengths.")
+            ratio = merged[f"{b} ppl"] / merged[f"{a} ppl"]
+            lines.append(f"- {b} / {a} perplexity per bucket: "
+                         + ", ".join(f"{label}: {_fmt(r, 3)}"
+                                     for label, r in zip(merged["label"], ratio)) + ".")
+            best_bleu = max(float(np.nanmax(merged[k])) for k in kinds)
+            if best_bleu < 5:
+                lines.append(f"- BLEU stays below {_fmt(np.ceil(best_bleu), 2)} in every bucket: "
+                             "at this training budget the models are far from translating, so "
+                             "BLEU differences between buckets and kinds are noise; perplexity "
+                             "and the hypothesis length ratio are the usable signals.")
             lines.append("")
         if changes is not None:
             for side in ("encoder", "decoder"):
@@ -363,8 +464,10 @@ def section_heads(sweep, out_dir, page):
              "Sweep `experiments/studies/heads.yaml`: h = "
              f"{', '.join(str(h) for h in sorted(table['heads'].unique()))} with h x d_k = "
              "d_model. Entropy per head from `/diagnostics/attention_entropy` (first dev batch) "
-             "at step 0 and at the last step; heat maps of the probe sentence (the first dev "
-             "sentence, `/attention/probe_0`, written at the end of training), last layer.", ""]
+             "at step 0 and at the last step; heat maps of the probe sentence (the first sentence of "
+             "the first dev batch, which is sorted by length, so a short verse; "
+             "`/attention/probe_0`, written at the end of training), last layer, tick labels "
+             "are the SentencePiece pieces.", ""]
     lines += [f"![heads entropy]({_relative(files[0], page)})", ""]
     for path in files[1:]:
         lines += [f"![{pathlib.Path(path).stem}]({_relative(path, page)})", ""]
@@ -405,6 +508,30 @@ def _cpu():
     return platform.processor() or "unknown"
 
 
+def _sweep_span(sweep):
+    """(start, end, seconds) of a sweep's completed runs: `created` to created + the last
+    logged wall_time."""
+    starts, ends = [], []
+    for run in sweep.data.values():
+        if run.status != "completed" or not run.attrs.get("created"):
+            continue
+        created = datetime.datetime.fromisoformat(str(run.attrs["created"]).replace("Z", "+00:00"))
+        start = created.timestamp()
+        starts.append(start)
+        ends.append(start + float(run.train["wall_time"].iloc[-1]) if len(run.train) else start)
+    if not starts:
+        return (0.0, 0.0, 0.0)
+    return (min(starts), max(ends), max(ends) - min(starts))
+
+
+def _git_head():
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                              capture_output=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def write_page(args):
     runs_dir = pathlib.Path(args.runs)
     page = pathlib.Path(args.page)
@@ -416,7 +543,8 @@ def write_page(args):
         sweeps[study] = sweep
         lines, _ = SECTIONS[study](sweep, out_dir, page)
         body += lines
-    runs = [run for sweep in sweeps.values() for run in sweep.data.values()]
+    runs = [run for sweep in sweeps.values() for run in sweep.data.values()
+            if run.status == "completed"]
     hosts = sorted({str(r.attrs.get("host", "?")) for r in runs})
     commits = sorted({str(r.attrs.get("git_commit", "?")) for r in runs})
     created = sorted(str(r.attrs.get("created", "")) for r in runs if r.attrs.get("created"))
@@ -430,13 +558,34 @@ def write_page(args):
               f"- Machine: {', '.join(hosts)} ({_cpu()}, {os.cpu_count()} cores, shared with "
               "other jobs); one rank and one thread per run, under `nice -n 10`.",
               f"- Runs: {len(runs)}, started {created[0] if created else '?'} to "
-              f"{created[-1] if created else '?'}; attnlab commit {', '.join(commits)}.",
+              f"{created[-1] if created else '?'}; attnlab built from commit "
+              f"{', '.join(commits)} (the runs' `git_commit`); analysis at commit "
+              f"{_git_head()}.",
               f"- Training time summed over runs: {train_seconds / 60:.1f} min."]
-    if timing:
-        header.append("- Wall time of `--run` per study (training, plus the test translations "
-                      "for positions): " + ", ".join(f"{k} {v / 60:.1f} min"
-                                                     for k, v in sorted(timing.items()))
-                      + f"; total {sum(timing.values()) / 60:.1f} min.")
+    spans = {study: _sweep_span(sweep) for study, sweep in sweeps.items()}
+    header.append("- Wall time of each sweep (first run start to last training step, from the run "
+                  "files; sweeps partly overlapped): " + ", ".join(
+                      f"{k} {v[2] / 60:.1f} min" for k, v in spans.items()) + ".")
+    if spans:
+        start = min(v[0] for v in spans.values())
+        end = max(v[1] for v in spans.values())
+        header.append(f"- All training, first start to last end: {(end - start) / 60:.1f} min.")
+    if "positions_length_eval" in timing:
+        header.append("- Test translations of the positions study (`attnlab eval`, summed): "
+                      f"{timing['positions_length_eval'] / 60:.1f} min.")
+    budget = []
+    for study, sweep in sweeps.items():
+        done = [r for r in sweep.data.values() if r.status == "completed"]
+        if done:
+            ppl = [float(r.summary.get("final_dev_ppl", np.nan)) for r in done]
+            budget.append(f"{study} {int(done[0].config['train.steps'])} steps of "
+                          f"{int(done[0].config['train.batch_tokens'])} tokens (final dev PPL "
+                          f"{_fmt(np.nanmin(ppl))} to {_fmt(np.nanmax(ppl))})")
+    if budget:
+        header.append("- Training budget per run, sized to the machine's load at the time: "
+                      + "; ".join(budget) + ". These models are weakly trained: the studies "
+                      "measure the mechanisms (logit statistics, gradients, positions), not "
+                      "translation quality.")
     header += ["", "The claims come from the seed notes as summarised in the project's paper "
                "notes (claims 1, 3, 4, 5). Each section is a sweep in `experiments/studies/`; "
                "one seed per configuration, so differences of a few percent are within noise.",

@@ -41,6 +41,12 @@ def sqrt_dk_figure(table, out_dir):
                          else f"step {int(points['attention_step'].max())}")
                 axis.plot(points["d_k"], points[column], style, color=color,
                           label=f"{name}, {where}")
+        scaled = table[(table["scale"] == "rsqrt_dk") & (table["moment"] == "init")]
+        if column == "logit_variance" and not scaled.empty and (table["scale"] == "none").any():
+            scaled = scaled.sort_values("d_k")
+            axis.plot(scaled["d_k"], scaled["d_k"] * scaled["logit_variance"], ":", color="k",
+                      lw=1, label="d_k x scaled variance at initialisation (the same logits "
+                      "without 1/sqrt(d_k))")
         _log2_x(axis)
         if log:
             _log_axis(axis)
@@ -49,7 +55,7 @@ def sqrt_dk_figure(table, out_dir):
         axis.grid(alpha=0.3)
     axes[1].set_title("entropy at initialisation: first dev batch; gradients: step 1", fontsize=9)
     handles, labels = axes[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="lower center", ncol=4, bbox_to_anchor=(0.5, -0.08))
+    figure.legend(handles, labels, loc="lower center", ncol=3, bbox_to_anchor=(0.5, -0.12))
     figure.suptitle("Why sqrt(d_k): attention logits, entropy and the gradient through the softmax")
     figure.tight_layout()
     return [_save(figure, pathlib.Path(out_dir) / "sqrt_dk.png")]
@@ -113,10 +119,21 @@ def warmup_figures(sweep, table, out_dir):
     return files
 
 
-def positions_figure(buckets, changes, training_length, unit, out_dir):
-    """Left: test BLEU per source-length bucket, one bar per positions kind. Right: how much each
-    learned position row moved between the two kept checkpoints (encoder and decoder)."""
-    figure, (left, right) = plt.subplots(1, 2, figsize=(15, 5))
+def positions_figure(buckets, changes, training_length, unit, out_dir, perplexity=None):
+    """Left: test BLEU per source-length bucket, one bar per positions kind; middle: perplexity
+    per bucket; right: how much each learned position row moved between the two kept
+    checkpoints (encoder and decoder)."""
+    figure, (left, middle, right) = plt.subplots(1, 3, figsize=(21, 5))
+    first = buckets[list(buckets)[0]]
+    for index, (kind, values) in enumerate((perplexity or {}).items()):
+        middle.plot(range(len(values)), values, "o-", label=kind)
+    middle.set_xticks(range(len(first)), list(first["label"]))
+    middle.axvspan(-0.4, 0.4, color="grey", alpha=0.15, label="lengths seen in training")
+    middle.set_xlabel(f"source length ({unit}) of the test sentence")
+    middle.set_ylabel("perplexity per target piece (teacher-forced)")
+    middle.set_title("Perplexity per source-length bucket")
+    middle.grid(alpha=0.3)
+    middle.legend(title="positions")
     kinds = list(buckets)
     width = 0.8 / max(len(kinds), 1)
     for index, kind in enumerate(kinds):
@@ -197,8 +214,7 @@ def heads_figures(sweep, table, out_dir, piece_names=None):
         heads = max(p.maps[stack][-1].shape[0] for _, p in probes)
         shown = min(heads, 8)
         figure, axes = plt.subplots(len(probes), shown, squeeze=False,
-                                    figsize=(2.3 * shown + 1.5, 2.5 * len(probes) + 0.6))
-        image = None
+                                    figsize=(2.6 * shown + 1.5, 2.7 * len(probes) + 0.8))
         for line, (row, probe) in enumerate(probes):
             weights = probe.maps[stack][-1]
             queries = probe.source_tokens if stack == "encoder_self" else probe.target_tokens
@@ -210,15 +226,17 @@ def heads_figures(sweep, table, out_dir, piece_names=None):
                 if head >= weights.shape[0]:
                     axis.axis("off")
                     continue
-                image = axis.imshow(weights[head], vmin=0, vmax=1, cmap="viridis",
-                                    aspect="auto", interpolation="nearest")
-                axis.set_title(f"{row}, head {head}", fontsize=8)
+                # Colour per panel from 0 to the panel's largest weight: weakly trained heads
+                # stay near uniform, which a shared 0..1 scale would paint in one colour.
+                peak = float(weights[head].max())
+                axis.imshow(weights[head], vmin=0, vmax=peak, cmap="viridis", aspect="auto",
+                            interpolation="nearest")
+                axis.set_title(f"{row}, head {head} (max {peak:.2f})", fontsize=8)
                 axis.set_xticks(range(len(keys)), keys, fontsize=6, rotation=90)
                 axis.set_yticks(range(len(queries)), queries if head == 0 else [], fontsize=6)
-        if image is not None:
-            figure.colorbar(image, ax=axes, shrink=0.7, label="attention weight")
         layer = len(probes[0][1].maps[stack]) - 1
-        figure.suptitle(f"Probe sentence, {STACK_TITLES[stack]}, layer {layer} (last)"
+        figure.suptitle(f"Probe sentence, {STACK_TITLES[stack]}, layer {layer} (last); colour "
+                        "0 (dark) to the panel's max (yellow)"
                         + (f"; first {shown} of {heads} heads" if shown < heads else ""))
         files.append(_save(figure, pathlib.Path(out_dir) / f"heads_probe_{stack}.png"))
     return files

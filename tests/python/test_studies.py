@@ -197,9 +197,8 @@ def test_learned_position_rows_past_the_training_length_never_move(attnlab, tmp_
     assert data.position_row_changes(tmp_path) is None  # no checkpoints
 
 
-def test_long_view_raises_only_data_max_length(attnlab, tmp_path):
-    sweep = make_sweep(attnlab, tmp_path, "view", scales="[rsqrt_dk]")
-    run_dir = next(p.parent for p in sweep.glob("*/run.h5"))
+def test_long_view_raises_only_data_max_length(attnlab, scale_sweep):
+    run_dir = run_files(scale_sweep)[0].parent
     view = studies.long_view(run_dir, 14)
     assert (view / "ckpt").resolve() == (run_dir / "ckpt").resolve()
     assert (view / "run.h5").is_file()
@@ -248,3 +247,22 @@ def test_piece_counter_merges_the_best_scored_pair_first(tmp_path):
     assert counter.word("\u2581abcb") == 3
     assert counter.word("\u2581ca") == 3      # no pair is a piece
     assert counter("abc  abcb\tca") == 9
+
+
+def test_warmup_table_and_figures_follow_the_training_log(scale_sweep, tmp_path):
+    sweep = load_sweep(scale_sweep)
+    table = data.warmup_table(sweep)
+    for path in run_files(scale_sweep):
+        with h5py.File(path, "r") as f:
+            run_id = f.attrs["run_id"]
+            loss = f["train/loss"][()]
+            layers = f["diagnostics/grad_norm/value"][()]
+        record = table.set_index("run_id").loc[run_id]
+        assert record["first_loss"] == pytest.approx(loss[0])
+        assert record["final_loss"] == pytest.approx(loss[-1])  # 10% of 6 rows: the last one
+        assert record["max_loss"] == pytest.approx(loss.max())
+        assert record["layer_spread_step1"] == pytest.approx(layers[0].max() / layers[0].min())
+        assert bool(record["diverged"]) == (loss[-1] >= loss[0])
+    files = studies.figures.warmup_figures(sweep, table, tmp_path)
+    assert sorted(p.split("/")[-1] for p in files) == ["warmup_norm_grad_norms.png",
+                                                      "warmup_norm_loss.png"]
