@@ -276,10 +276,11 @@ int run(const Options& o) {
     // new_tokens steps, as in the PyTorch loop (which does the same).
     TensorView<float> output = model.param(model.output_weight_index());
     std::fill_n(output.data() + config.eos_id * config.d_model, config.d_model, 0.0f);
-    // greedy_decode runs max_length + 1 decoder steps; new_tokens steps in all.
+    // No sentence ends early (see above), so greedy_decode stops once each has max_length tokens:
+    // new_tokens decoder steps and tokens, as the PyTorch loop.
     greedy = time_decode(o.decode_repeats, true, [&] {
       int64_t produced = 0;
-      for (const auto& out : greedy_decode(model, source, o.new_tokens - 1)) produced += out.size();
+      for (const auto& out : greedy_decode(model, source, o.new_tokens)) produced += out.size();
       return produced;
     });
     if (o.beam > 0) {
