@@ -124,6 +124,15 @@ std::vector<std::string> Tokenizer::encode_pieces(const std::string& text) const
   return pieces;
 }
 
+std::string Tokenizer::piece(int32_t id) const {
+  CHECK(id >= 0 && id < vocab_size()) << "token id " << id << " is outside the vocabulary of "
+                                      << impl_->path << " (size " << vocab_size() << ")";
+  if (id == kPadId) return "<pad>";
+  if (id == kBosId) return "<s>";
+  if (id == kEosId) return "</s>";
+  return impl_->processor.IdToPiece(id);
+}
+
 std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
   const int64_t size = vocab_size();
   std::vector<int> kept;

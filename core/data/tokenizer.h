@@ -46,6 +46,8 @@ class Tokenizer {
   std::vector<std::string> encode_pieces(const std::string& text) const;
   // Text of `ids`; pad, bos and eos are skipped. Error on an id outside [0, vocab_size).
   std::string decode(const std::vector<int32_t>& ids) const;
+  // The piece of one id ("<pad>", "<s>", "</s>" for the special ids), for labelling.
+  std::string piece(int32_t id) const;
 
   int64_t vocab_size() const;
   const std::string& model_path() const;

@@ -171,6 +171,16 @@ void CorpusSource::seek(const DataPosition& position) {
   batcher_.seek({position.epoch, position.offset});
 }
 
+std::vector<int32_t> CorpusSource::encode_source(const std::string& text,
+                                                 int64_t max_tokens) const {
+  std::vector<int32_t> ids = tokenizer_.encode(text);
+  CHECK(!ids.empty()) << "log.attention_probes: the probe '" << text << "' encodes to no pieces";
+  if (static_cast<int64_t>(ids.size()) > max_tokens - 1)
+    ids.resize(static_cast<size_t>(max_tokens - 1));
+  ids.push_back(Tokenizer::kEosId);
+  return ids;
+}
+
 std::string CorpusSource::detokenize(const std::vector<int32_t>& ids) const {
   return tokenizer_.decode(ids);
 }

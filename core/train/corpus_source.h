@@ -69,6 +69,8 @@ class CorpusSource final : public DataSource {
   const std::vector<std::vector<std::string>>& dev_reference_text() const override {
     return dev_.reference_text;
   }
+  std::vector<int32_t> encode_source(const std::string& text, int64_t max_tokens) const override;
+  std::string piece(int32_t id) const override { return tokenizer_.piece(id); }
 
   const Tokenizer& tokenizer() const { return tokenizer_; }
   int64_t train_pairs() const { return static_cast<int64_t>(batcher_.pairs().size()); }

@@ -12,11 +12,10 @@ class SyntheticSource final : public DataSource {
  public:
   explicit SyntheticSource(const ExperimentConfig& config)
       : model_(config.model),
-        split_(make_synthetic_split(parse_synthetic_task(config.data.task),
-                                    config.data.synthetic.symbols, config.data.synthetic.min_length,
-                                    config.data.synthetic.max_length,
-                                    config.data.synthetic.train_size,
-                                    config.data.synthetic.dev_size, config.seed)),
+        split_(make_synthetic_split(
+            parse_synthetic_task(config.data.task), config.data.synthetic.symbols,
+            config.data.synthetic.min_length, config.data.synthetic.max_length,
+            config.data.synthetic.train_size, config.data.synthetic.dev_size, config.seed)),
         batcher_(&split_.train, config.train.batch_tokens, config.seed) {
     CHECK(kFirstSymbol + config.data.synthetic.symbols <= config.model.vocab_size)
         << "model.vocab_size " << config.model.vocab_size << " cannot hold "
@@ -28,9 +27,11 @@ class SyntheticSource final : public DataSource {
       indices.push_back(static_cast<int64_t>(i));
       tokens += static_cast<int64_t>(split_.dev[i].src.size() + split_.dev[i].tgt.size()) + 2;
       if (tokens >= config.train.batch_tokens || i + 1 == split_.dev.size()) {
-        dev_.push_back(make_batch(split_.dev, indices, model_.pad_id, model_.bos_id, model_.eos_id));
+        dev_.push_back(
+            make_batch(split_.dev, indices, model_.pad_id, model_.bos_id, model_.eos_id));
         std::vector<std::vector<int32_t>> references;
-        for (int64_t index : indices) references.push_back(split_.dev[static_cast<size_t>(index)].tgt);
+        for (int64_t index : indices)
+          references.push_back(split_.dev[static_cast<size_t>(index)].tgt);
         references_.push_back(std::move(references));
         indices.clear();
         tokens = 0;
@@ -64,6 +65,12 @@ std::string DataSource::detokenize(const std::vector<int32_t>& ids) const {
   CHECK(false) << "this data source has no text to turn " << ids.size()
                << " token ids into (only data.task corpus has)";
   return "";
+}
+
+std::vector<int32_t> DataSource::encode_source(const std::string& text,
+                                               int64_t /*max_tokens*/) const {
+  throw Error("log.attention_probes: cannot encode '" + text +
+              "': the data source has no tokenizer (probes need data.task corpus)");
 }
 
 const std::vector<std::vector<std::string>>& DataSource::dev_reference_text() const {

@@ -36,6 +36,11 @@ class DataSource {
   virtual std::string detokenize(const std::vector<int32_t>& ids) const;
   // Reference text of dev sentence i of dev batch b: [b][i].
   virtual const std::vector<std::vector<std::string>>& dev_reference_text() const;
+  // Source ids (eos included, at most `max_tokens`) of a sentence given as text, for attention
+  // probes (log.attention_probes). Only sources of real text can; the others throw.
+  virtual std::vector<int32_t> encode_source(const std::string& text, int64_t max_tokens) const;
+  // What id stands for, to label attention maps: its piece for text, the id itself otherwise.
+  virtual std::string piece(int32_t id) const { return std::to_string(id); }
 };
 
 // copy / reverse / sort, generated from config.data.synthetic and the experiment seed.

@@ -5,11 +5,13 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 
 #include "core/config/config.h"
+#include "core/decode/greedy.h"
 #include "core/io/run_log.h"
 #include "core/model/param_count.h"
 #include "core/tensor/blas.h"
@@ -78,9 +80,54 @@ std::string fresh_directory(const std::string& dir) {
   }
 }
 
-// Attention maps of the first dev sentence (the probe) for every stack, layer and head.
-void write_attention_probe(Trainer& trainer, io::RunLog& log) {
-  const auto& batches = trainer.data().dev_batches();
+// One probe: a forward pass over (source, target) and every attention map of it, labelled by
+// the data source's pieces.
+void write_probe(Transformer<float>& model, const DataSource& data, io::RunLog& log,
+                 const std::string& name, const Batch& probe) {
+  model.forward(probe, 0.0f, false, 0);
+  std::vector<std::string> source, target;
+  for (int32_t id : probe.src) source.push_back(data.piece(id));
+  for (int32_t id : probe.tgt_in) target.push_back(data.piece(id));
+  log.set_attention_probe(name, source, target);
+  const ModelConfig& c = model.config();
+  const io::AttentionStack stacks[] = {io::AttentionStack::encoder_self,
+                                       io::AttentionStack::decoder_self,
+                                       io::AttentionStack::decoder_cross};
+  for (int stack = 0; stack < 3; ++stack) {
+    const int64_t layers = stack == 0 ? c.encoder_layers : c.decoder_layers;
+    for (int64_t layer = 0; layer < layers; ++layer) {
+      TensorView<const float> probs = model.attention_probs(stack, layer);
+      log.write_attention(name, stacks[stack], static_cast<int>(layer),
+                          probs.reshape({probs.dim(1), probs.dim(2), probs.dim(3)}));
+    }
+  }
+}
+
+// The attention maps of the run log: each sentence of log.attention_probes with the model's own
+// greedy translation as the target (probe_<i>), or, without probes, the first dev pair.
+void write_attention_probes(Trainer& trainer, io::RunLog& log) {
+  Transformer<float>& model = trainer.model();
+  const ModelConfig& c = model.config();
+  const DataSource& data = trainer.data();
+  const std::vector<std::string>& texts = trainer.config().log.attention_probes;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    Batch probe;
+    probe.size = 1;
+    probe.src = data.encode_source(texts[i], c.max_positions);
+    probe.src_length = static_cast<int64_t>(probe.src.size());
+    // The decoder input is bos + output and must fit max_positions too.
+    const int64_t longest = std::min<int64_t>(
+        probe.src_length + trainer.config().eval.max_len_offset, c.max_positions - 1);
+    const std::vector<int32_t> output = greedy_decode(model, probe, longest).front();
+    probe.tgt_in = {c.bos_id};
+    probe.tgt_in.insert(probe.tgt_in.end(), output.begin(), output.end());
+    probe.tgt_out = output;
+    probe.tgt_out.push_back(c.eos_id);
+    probe.tgt_length = static_cast<int64_t>(probe.tgt_in.size());
+    write_probe(model, data, log, "probe_" + std::to_string(i), probe);
+  }
+  if (!texts.empty()) return;
+  const auto& batches = data.dev_batches();
   if (batches.empty()) return;
   const Batch& first = batches.front();
   Batch probe;
@@ -90,35 +137,18 @@ void write_attention_probe(Trainer& trainer, io::RunLog& log) {
   probe.src.assign(first.src.begin(), first.src.begin() + first.src_length);
   probe.tgt_in.assign(first.tgt_in.begin(), first.tgt_in.begin() + first.tgt_length);
   probe.tgt_out.assign(first.tgt_out.begin(), first.tgt_out.begin() + first.tgt_length);
-  Transformer<float>& model = trainer.model();
-  const int32_t pad = model.config().pad_id;
   // Trim padding so the maps are (H, real tokens, real tokens).
-  while (probe.src_length > 1 && probe.src[static_cast<size_t>(probe.src_length - 1)] == pad) {
+  while (probe.src_length > 1 && probe.src[static_cast<size_t>(probe.src_length - 1)] == c.pad_id) {
     probe.src.pop_back();
     --probe.src_length;
   }
-  while (probe.tgt_length > 1 && probe.tgt_out[static_cast<size_t>(probe.tgt_length - 1)] == pad) {
+  while (probe.tgt_length > 1 &&
+         probe.tgt_out[static_cast<size_t>(probe.tgt_length - 1)] == c.pad_id) {
     probe.tgt_in.pop_back();
     probe.tgt_out.pop_back();
     --probe.tgt_length;
   }
-  model.forward(probe, 0.0f, false, 0);
-  std::vector<std::string> source, target;
-  for (int32_t id : probe.src) source.push_back(std::to_string(id));
-  for (int32_t id : probe.tgt_in) target.push_back(std::to_string(id));
-  log.set_attention_probe("probe_0", source, target);
-  const ModelConfig& c = model.config();
-  const io::AttentionStack stacks[] = {io::AttentionStack::encoder_self,
-                                       io::AttentionStack::decoder_self,
-                                       io::AttentionStack::decoder_cross};
-  for (int stack = 0; stack < 3; ++stack) {
-    const int64_t layers = stack == 0 ? c.encoder_layers : c.decoder_layers;
-    for (int64_t layer = 0; layer < layers; ++layer) {
-      TensorView<const float> probs = model.attention_probs(stack, layer);
-      log.write_attention("probe_0", stacks[stack], static_cast<int>(layer),
-                          probs.reshape({probs.dim(1), probs.dim(2), probs.dim(3)}));
-    }
-  }
+  write_probe(model, data, log, "probe_0", probe);
 }
 
 void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last, double seconds) {
@@ -308,7 +338,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     write_summary(trainer, *log, last_eval, seconds);
-    write_attention_probe(trainer, *log);
+    write_attention_probes(trainer, *log);
     log->set_status(io::RunStatus::completed);
     std::printf("run %s completed: dev ppl %.4f", dir.c_str(), last_eval.ppl);
     if (last_eval.accuracy >= 0)

@@ -182,3 +182,46 @@ def test_eval_refuses_what_is_not_a_corpus_run(attnlab, tmp_path):
     result = run_attnlab(attnlab, "eval", run, check=False)
     assert result.returncode == 1
     assert "translation needs a corpus run" in result.stderr
+
+
+PROBES = ["In the beginning God created the heavens and the earth.", "Jesus wept."]
+
+
+def test_attention_probes_are_the_configured_sentences_with_the_models_translation(attnlab,
+                                                                                    trained):
+    """log.attention_probes: each sentence's maps, labelled by its pieces (checked against the
+    sentencepiece command-line encoder), with the model's greedy output as the target."""
+    work = trained
+    probes = "log.attention_probes=[" + ", ".join(PROBES) + "]"
+    attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "probed", "--set",
+               "train.steps=3", "--set", "eval.every=0", "--set", probes)
+    model = work / "data" / "sentencepiece.bpe.500.model"
+    with h5py.File(work / "probed" / "run.h5", "r") as f:
+        assert sorted(f["attention"]) == ["probe_0", "probe_1"]
+        heads = f["config"].attrs["model.heads"]
+        for index, text in enumerate(PROBES):
+            pieces = subprocess.run(["spm_encode", f"--model={model}", "--output_format=piece"],
+                                    input=text + "\n", capture_output=True, text=True,
+                                    check=True).stdout.split()
+            group = f["attention"][f"probe_{index}"]
+            source = [str(t, "utf-8") if isinstance(t, bytes) else str(t)
+                      for t in group.attrs["source_tokens"]]
+            target = [str(t, "utf-8") if isinstance(t, bytes) else str(t)
+                      for t in group.attrs["target_tokens"]]
+            assert source == pieces + ["</s>"]
+            assert target[0] == "<s>" and "</s>" not in target and "<pad>" not in target
+            s, t = len(source), len(target)
+            assert group["encoder_self"]["layer_0"].shape == (heads, s, s)
+            assert group["decoder_self"]["layer_0"].shape == (heads, t, t)
+            cross = group["decoder_cross"]["layer_0"][...]
+            assert cross.shape == (heads, t, s)
+            assert abs(cross.sum(axis=-1) - 1.0).max() < 1e-5  # softmax rows
+
+
+def test_attention_probes_need_a_text_corpus(attnlab, tmp_path):
+    result = run_attnlab(attnlab, "train", "-c", ROOT / "experiments" / "tasks" / "reverse.yaml",
+                         "--out", tmp_path / "run", "--set", "log.attention_probes=[a b c]",
+                         check=False)
+    assert result.returncode == 2
+    assert "log.attention_probes" in result.stderr and "data.task corpus" in result.stderr
+    assert not (tmp_path / "run").exists()
