@@ -58,7 +58,10 @@ int run_process(const std::vector<std::string>& argv) {
 
 int run_data(const std::vector<std::string>& args) {
   po::options_description options("data options");
-  options.add_options()("corpus", po::value<std::string>(), "the corpus to prepare: bible")(
+  options.add_options()("corpus", po::value<std::string>(),
+                        "the corpus to prepare: bible (the English WEB and Spanish Reina-Valera "
+                        "1909 from Debian's sword-text-web and sword-text-sparv packages, aligned "
+                        "by verse; nothing is redone while DATA_CARD.md's checksums match)")(
       "out", po::value<std::string>(), "output directory (default data/bible, data/bible-slice)")(
       "slice", "only the small slice: train = Genesis + Mark, dev = Jonah, test = Ruth");
   po::positional_options_description positional;

@@ -48,7 +48,8 @@ int run_eval(const std::vector<std::string>& args) {
       "dev or test (data.dev / data.test)")("beam", po::value<int64_t>(),
                                             "beam size (default: eval.beam of the run)")(
       "alpha", po::value<double>(), "length penalty alpha (default: eval.length_penalty)")(
-      "max-len-offset", po::value<int64_t>(), "output length <= source length + this")(
+      "max-len-offset", po::value<int64_t>(),
+      "output length <= source length + this (default: eval.max_len_offset of the run)")(
       "average", po::value<int64_t>(),
       "average the last K checkpoints (default: eval.average_last; 0 = newest only)")(
       "group", po::value<std::string>(),

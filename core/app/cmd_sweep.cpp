@@ -235,7 +235,7 @@ int run_sweep(const std::vector<std::string>& args) {
   po::variables_map values;
   if (!parse("sweep",
              "FILE [--launcher local|slurm] [--profile FILE] [--dry-run] [--retry-failed] "
-             "[--max-parallel N] [--set KEY=VALUE ...] [--out DIR]",
+             "[--max-parallel N] [--oversubscribe] [--set KEY=VALUE ...] [--out DIR]",
              args, options, positional, values)) {
     return kExitOk;
   }

@@ -19,7 +19,8 @@ int run_translate(const std::vector<std::string>& args) {
   options.add_options()("run", po::value<std::string>(), "run directory (holds run.h5 and ckpt/)")(
       "beam", po::value<int64_t>(), "beam size (default: eval.beam of the run)")(
       "alpha", po::value<double>(), "length penalty alpha (default: eval.length_penalty)")(
-      "max-len-offset", po::value<int64_t>(), "output length <= source length + this")(
+      "max-len-offset", po::value<int64_t>(),
+      "output length <= source length + this (default: eval.max_len_offset of the run)")(
       "average", po::value<int64_t>(),
       "average the last K checkpoints (default: eval.average_last; 0 = newest only)")(
       "threads", po::value<int>(), "BLAS threads (default: cluster.threads_per_rank)");

@@ -16,7 +16,8 @@ void print_help(std::ostream& out) {
   for (const auto& [name, command] : attnlab::cli::commands()) {
     out << "  " << name << std::string(width + 2 - name.size(), ' ') << command.summary << "\n";
   }
-  out << "\nexit codes: 0 ok, 1 runtime failure, 2 usage or config error\n";
+  out << "\nexit codes: 0 ok, 1 runtime failure, 2 usage or config error, 3 stopped after a "
+         "checkpoint (train, sweep: run the same command again to resume)\n";
 }
 
 }  // namespace
