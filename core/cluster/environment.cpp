@@ -56,11 +56,16 @@ std::string openblas_coretype(const std::string& cpuinfo_path) {
 Environment run_environment(int64_t threads_per_rank) {
   const std::string threads = std::to_string(threads_per_rank);
   Environment env = {{"OMP_NUM_THREADS", threads}, {"OPENBLAS_NUM_THREADS", threads}};
-  const char* set = std::getenv("OPENBLAS_CORETYPE");
-  if (set == nullptr || *set == '\0') {
+  auto unset = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value == nullptr || *value == '\0';
+  };
+  if (unset("OPENBLAS_CORETYPE")) {
     const std::string kernel = openblas_coretype();
     if (!kernel.empty()) env.emplace_back("OPENBLAS_CORETYPE", kernel);
   }
+  // Idle OpenMP threads sleep instead of spinning: concurrent runs and ranks share the cores.
+  if (unset("OMP_WAIT_POLICY")) env.emplace_back("OMP_WAIT_POLICY", "passive");
   return env;
 }
 

@@ -14,8 +14,9 @@ namespace attnlab::cluster {
 // "" when the file cannot be read.
 std::string openblas_coretype(const std::string& cpuinfo_path = "/proc/cpuinfo");
 
-// OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = threads_per_rank, plus OPENBLAS_CORETYPE from
-// openblas_coretype() unless this process already has one (a value the user set wins).
+// OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = threads_per_rank (cluster.threads_per_rank, 1 by
+// default: one thread per rank), plus OPENBLAS_CORETYPE from openblas_coretype() and
+// OMP_WAIT_POLICY=passive, each unless this process already has it (a value the user set wins).
 Environment run_environment(int64_t threads_per_rank);
 
 // Cores this process may run on (its CPU affinity mask).

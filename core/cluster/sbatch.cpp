@@ -69,6 +69,9 @@ std::string render_array_script(const ArrayJob& job) {
   for (const auto& [name, value] : profile.env) {
     s << "export " << name << "=" << shell_quote(value) << "\n";
   }
+  s << "# Idle OpenMP threads sleep instead of spinning on cores other ranks need (a value from\n";
+  s << "# the submitting shell or the profile wins).\n";
+  s << "export OMP_WAIT_POLICY=\"${OMP_WAIT_POLICY:-passive}\"\n";
   if (!job.env_script.empty()) {
     s << "if [[ -z ${OPENBLAS_CORETYPE:-} ]]; then\n";
     s << "  # shellcheck source=/dev/null\n";

@@ -138,6 +138,59 @@ TEST(RunEnvironment, CoretypeAgreesWithEnvScript) {
   EXPECT_EQ(openblas_coretype(root.path() + "/missing"), "");
 }
 
+// Sets (or, with nullptr, unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value == nullptr) {
+      unsetenv(name);
+    } else {
+      setenv(name, value, 1);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+std::string value_in(const Environment& env, const std::string& name) {
+  for (const auto& [key, value] : env) {
+    if (key == name) return value;
+  }
+  return "<absent>";
+}
+
+TEST(RunEnvironment, KernelAndWaitPolicyDefaultsYieldToTheUser) {
+  {
+    ScopedEnv no_kernel("OPENBLAS_CORETYPE", nullptr);
+    ScopedEnv no_policy("OMP_WAIT_POLICY", nullptr);
+    const Environment env = run_environment(1);
+    EXPECT_EQ(value_in(env, "OMP_WAIT_POLICY"), "passive");
+    const std::string kernel = openblas_coretype();
+    EXPECT_EQ(value_in(env, "OPENBLAS_CORETYPE"), kernel.empty() ? "<absent>" : kernel);
+  }
+  {
+    // Values already in the environment are inherited by the child, so none is set over them.
+    ScopedEnv kernel("OPENBLAS_CORETYPE", "Haswell");
+    ScopedEnv policy("OMP_WAIT_POLICY", "active");
+    const Environment env = run_environment(2);
+    EXPECT_EQ(value_in(env, "OMP_WAIT_POLICY"), "<absent>");
+    EXPECT_EQ(value_in(env, "OPENBLAS_CORETYPE"), "<absent>");
+    EXPECT_EQ(value_in(env, "OMP_NUM_THREADS"), "2");
+  }
+}
+
 TEST(RunEnvironment, ThreadsAndCores) {
   const Environment env = run_environment(3);
   ASSERT_GE(env.size(), 2u);

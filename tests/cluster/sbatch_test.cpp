@@ -29,6 +29,8 @@ const char* kLauncherStub = R"(#!/bin/bash
 name=$(basename "$0")
 printf '%s\n' "$@" >"$STUB_DIR/$name.args"
 printf '%s' "${PROFILE_VALUE-unset}" >"$STUB_DIR/$name.env"
+printf '%s\n' "${OMP_NUM_THREADS-unset}" "${OPENBLAS_NUM_THREADS-unset}" \
+  "${OMP_WAIT_POLICY-unset}" "${OPENBLAS_CORETYPE-unset}" >"$STUB_DIR/$name.threads"
 case $STUB_MODE in
   exit0) exit 0 ;;
   exit1) exit 1 ;;
@@ -84,13 +86,19 @@ class ArrayScript : public ::testing::Test {
   }
 
   // Runs the script as array task 1 of job 77 with the stubs first on PATH; returns its exit code.
-  int run_task(const std::string& script, const std::string& mode, bool send_usr1 = false) {
+  // user_env: variables the submitting shell had set; OPENBLAS_CORETYPE and OMP_WAIT_POLICY are
+  // removed from the task's environment otherwise.
+  int run_task(const std::string& script, const std::string& mode, bool send_usr1 = false,
+               const Environment& user_env = {}) {
     const Environment env = {{"PATH", stubs_ + ":" + std::string(std::getenv("PATH"))},
                              {"STUB_DIR", stubs_},
                              {"STUB_MODE", mode},
                              {"SLURM_ARRAY_TASK_ID", "1"},
                              {"SLURM_ARRAY_JOB_ID", "77"}};
-    const pid_t pid = spawn_logged({"bash", script}, env, root_.path() + "/task.log");
+    std::vector<std::string> command = {"env", "-u", "OPENBLAS_CORETYPE", "-u", "OMP_WAIT_POLICY"};
+    for (const auto& [name, value] : user_env) command.push_back(name + "=" + value);
+    command.insert(command.end(), {"bash", script});
+    const pid_t pid = spawn_logged(command, env, root_.path() + "/task.log");
     if (send_usr1) {
       const std::string started = stubs_ + "/" + job_.profile.launcher + ".started";
       for (int i = 0; i < 300 && !fs::exists(started); ++i) {
@@ -170,6 +178,25 @@ TEST_F(ArrayScript, MpirunLauncherGetsExactArguments) {
   for (const std::string& arg : expected_train_args()) expected.push_back(arg);
   EXPECT_EQ(lines_of(read_text(stubs_ + "/mpirun.args")), expected);
   expect_no_injection();
+}
+
+TEST_F(ArrayScript, ThreadsKernelAndWaitPolicyReachTheLauncherUnlessTheUserSetThem) {
+  // env.sh (here a stand-in that names a kernel) runs only when OPENBLAS_CORETYPE is unset.
+  job_.env_script = root_.path() + "/cluster dir/env.sh";
+  fs::create_directories(root_.path() + "/cluster dir");
+  write_text(job_.env_script, "export OPENBLAS_CORETYPE=Detected\n");
+  job_.threads_per_rank = 3;
+  job_.profile.launcher = "mpirun";
+  const std::string script = render();
+  EXPECT_EQ(run_task(script, "exit0"), 0) << read_text(root_.path() + "/task.log");
+  EXPECT_EQ(lines_of(read_text(stubs_ + "/mpirun.threads")),
+            (std::vector<std::string>{"3", "3", "passive", "Detected"}));
+  EXPECT_EQ(run_task(script, "exit0", false,
+                     {{"OMP_WAIT_POLICY", "active"}, {"OPENBLAS_CORETYPE", "Haswell"}}),
+            0)
+      << read_text(root_.path() + "/task.log");
+  EXPECT_EQ(lines_of(read_text(stubs_ + "/mpirun.threads")),
+            (std::vector<std::string>{"3", "3", "active", "Haswell"}));
 }
 
 TEST_F(ArrayScript, PreemptedRunRequeuesItsOwnTask) {
