@@ -24,7 +24,7 @@ inline int32_t bits_of(float value) {
   return bits;
 }
 
-inline float float_of(int32_t bits) {
+inline float float_of(uint32_t bits) {
   float value;
   std::memcpy(&value, &bits, sizeof value);
   return value;
@@ -33,8 +33,9 @@ inline float float_of(int32_t bits) {
 // a when c, else b, as a bit blend: GCC would turn `c ? a : b` on a constant into a branch and
 // copy the rest of the function into both arms, which stops the vectoriser.
 inline float select(bool c, float a, float b) {
-  const int32_t mask = -static_cast<int32_t>(c);
-  return float_of((bits_of(a) & mask) | (bits_of(b) & ~mask));
+  const uint32_t mask = 0u - static_cast<uint32_t>(c);
+  return float_of((static_cast<uint32_t>(bits_of(a)) & mask) |
+                  (static_cast<uint32_t>(bits_of(b)) & ~mask));
 }
 
 }  // namespace exp_poly_detail
@@ -64,7 +65,10 @@ inline float exp_poly(float x) {
   const float exp_r = p * r * r + r + 1.0f;
   const int32_t n_low = n_int >> 1;
   const int32_t n_high = n_int - n_low;
-  return exp_r * float_of((n_low + 127) << 23) * float_of((n_high + 127) << 23);
+  // Unsigned shifts: for a NaN input n is garbage and the biased exponent may be negative (the
+  // result is NaN all the same, from exp_r).
+  return exp_r * float_of(static_cast<uint32_t>(n_low + 127) << 23) *
+         float_of(static_cast<uint32_t>(n_high + 127) << 23);
 }
 
 }  // namespace attnlab::ops
