@@ -32,6 +32,13 @@ int run_train(const std::vector<std::string>& args) {
   const std::vector<std::string> files = strings(values, "config");
   if (files.empty()) throw UsageError("train needs an experiment file: attnlab train -c FILE");
   request.config = config::load(files, strings(values, "set"));
+  // Probes are text; only a corpus has the tokenizer to encode them (checked before any file).
+  if (!request.config.log.attention_probes.empty() && request.config.data.task != "corpus") {
+    throw ConfigError(
+        "log.attention_probes are source sentences and need a text corpus (data.task "
+        "corpus); the synthetic task '" +
+        request.config.data.task + "' has no tokenizer");
+  }
   const std::string out = values.count("out") ? values["out"].as<std::string>() : std::string();
   request.out_dir = out.empty() ? request.config.log.dir + "/" + request.config.name : out;
   request.force = values.count("force") != 0;

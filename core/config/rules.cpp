@@ -34,12 +34,6 @@ std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
     }
   }
   const SyntheticTaskConfig& s = c.data.synthetic;
-  if (synthetic(c.data) && !c.log.attention_probes.empty()) {
-    return RuleViolation{{"log.attention_probes", "data.task"},
-                         concat("log.attention_probes are source sentences and need a text corpus "
-                                "(data.task corpus); the synthetic task '",
-                                c.data.task, "' has no tokenizer")};
-  }
   if (synthetic(c.data)) {
     if (m.vocab_size < s.symbols + 3) {
       return RuleViolation{

@@ -69,6 +69,7 @@ EvalSet batch_in_length_order(std::vector<SequencePair> pairs, int64_t batch_tok
   auto flush = [&] {
     set.batches.push_back(make_batch(pairs, current, model.pad_id, model.bos_id, model.eos_id));
     std::vector<std::vector<int32_t>> references;
+    references.reserve(current.size());
     for (int64_t i : current) references.push_back(pairs[static_cast<size_t>(i)].tgt);
     set.reference_ids.push_back(std::move(references));
     set.lines.push_back(current);
@@ -136,6 +137,7 @@ EvalSet make_eval_set(const ParallelText& text, const Tokenizer& tokenizer, int6
   set.source_text = text.src;
   for (const std::vector<int64_t>& lines : set.lines) {
     std::vector<std::string> references;
+    references.reserve(lines.size());
     for (int64_t line : lines) references.push_back(text.tgt[static_cast<size_t>(line)]);
     set.reference_text.push_back(std::move(references));
   }

@@ -30,6 +30,7 @@ class SyntheticSource final : public DataSource {
         dev_.push_back(
             make_batch(split_.dev, indices, model_.pad_id, model_.bos_id, model_.eos_id));
         std::vector<std::vector<int32_t>> references;
+        references.reserve(indices.size());
         for (int64_t index : indices)
           references.push_back(split_.dev[static_cast<size_t>(index)].tgt);
         references_.push_back(std::move(references));

@@ -75,7 +75,7 @@ io::Row eval_row(const EvalRow& r) {
 // A completed run is never overwritten: --force picks the first free "<dir>.<n>".
 std::string fresh_directory(const std::string& dir) {
   for (int n = 1;; ++n) {
-    const std::string candidate = dir + "." + std::to_string(n);
+    std::string candidate = dir + "." + std::to_string(n);
     if (!fs::exists(candidate)) return candidate;
   }
 }
