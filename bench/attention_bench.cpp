@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/threads_flag.h"
 #include "core/ops/attention_tiled.h"
 #include "core/ops/ops.h"
 #include "core/tensor/blas.h"
@@ -134,19 +135,6 @@ void lengths(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(standard_attention)->Apply(lengths);
 BENCHMARK(tiled_attention)->Apply(lengths);
-
-int take_threads_flag(int& argc, char** argv) {
-  int threads = 1, kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
-      threads = std::atoi(argv[i] + 10);
-    } else {
-      argv[kept++] = argv[i];
-    }
-  }
-  argc = kept;
-  return threads;
-}
 
 }  // namespace
 }  // namespace attnlab::bench

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench/bench_configs.h"
+#include "bench/threads_flag.h"
 #include "core/model/param_count.h"
 #include "core/ops/ops.h"
 #include "core/optim/adam.h"
@@ -240,21 +241,6 @@ void register_all() {
     register_attention("attention_length/fwd/L=" + n, 2048 / length, 8, length, 64, false, false);
     register_attention("attention_length/bwd/L=" + n, 2048 / length, 8, length, 64, false, true);
   }
-}
-
-// Removes --threads=N from argv (Google Benchmark rejects flags it does not know).
-int take_threads_flag(int& argc, char** argv) {
-  int threads = 1;
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
-      threads = std::atoi(argv[i] + 10);
-    } else {
-      argv[kept++] = argv[i];
-    }
-  }
-  argc = kept;
-  return threads;
 }
 
 }  // namespace

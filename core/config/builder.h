@@ -3,22 +3,12 @@
 // Internal to core/config (it exposes yaml-cpp types).
 #pragma once
 
-// GCC 12 reports -Wdangling-pointer inside yaml-cpp 0.7's inline node code, a false positive on
-// its shared memory holder; the pragma covers only yaml-cpp's own lines.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
-#include <yaml-cpp/yaml.h>
-#pragma GCC diagnostic pop
-#else
-#include <yaml-cpp/yaml.h>
-#endif
-
 #include <map>
 #include <string>
 #include <vector>
 
 #include "core/config/experiment.h"
+#include "core/config/yaml.h"
 
 namespace attnlab::config {
 
