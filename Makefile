@@ -70,13 +70,18 @@ configure:
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# ctest runs two tests at once on two cores, so each gets one OpenMP and one OpenBLAS thread (tests
+# of threading set their counts themselves): idle OpenBLAS threads spin in sched_yield and made a
+# 70 s test take 230 s when the cores were shared.
+TEST_THREADS := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+
 # ctest, then pytest over tests/python when it holds tests (pytest's exit code 5, "no tests
 # collected", is not a failure).
 test: build
 	@echo "OpenBLAS kernel: $${OPENBLAS_CORETYPE:-chosen by OpenBLAS}"
 	@ctest_status=0; \
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j 2 --timeout $(CTEST_TIMEOUT) \
-	  || ctest_status=$$?; \
+	$(TEST_THREADS) ctest --test-dir $(BUILD_DIR) --output-on-failure -j 2 \
+	  --timeout $(CTEST_TIMEOUT) || ctest_status=$$?; \
 	pytest_result="none"; pytest_status=0; \
 	if [[ -n $$(find tests/python -name 'test_*.py' -o -name '*_test.py' 2>/dev/null) ]]; then \
 	  $(PYTHON) -m pytest -q tests/python || pytest_status=$$?; \
@@ -102,7 +107,7 @@ test-sanitize:
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	  UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(ASAN_DIR) -L unit -LE mpi --output-on-failure -j 2 \
+	  $(TEST_THREADS) ctest --test-dir $(ASAN_DIR) -L unit -LE mpi --output-on-failure -j 2 \
 	  --timeout $$(( 3 * $(CTEST_TIMEOUT) ))
 
 # clang-format and clang-tidy both run, so one report shows every finding.

@@ -1,6 +1,8 @@
 // End to end in one process: a small Transformer learns to reverse sequences it has never seen.
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include "core/tensor/blas.h"
 #include "core/train/trainer.h"
 
 namespace attnlab {
@@ -22,9 +24,11 @@ ExperimentConfig reverse_config() {
   c.model.max_positions = 64;
   c.model.vocab_size = 13;
   c.train.batch_tokens = 1200;
-  c.train.steps = 800;
+  // A peak of 2e-3 left the accuracy swinging between 96% and 100% from step 300 on (loss
+  // spikes under Adam); at 1e-3 it stays at 99-99.75% from step 800 to 1000.
+  c.train.steps = 1000;
   c.train.lr.schedule = "inverse_sqrt";
-  c.train.lr.peak = 2e-3;
+  c.train.lr.peak = 1e-3;
   c.train.lr.warmup = 100;
   c.train.label_smoothing = 0.0;
   c.train.clip = 1.0;
@@ -35,6 +39,10 @@ ExperimentConfig reverse_config() {
 
 TEST(ReverseTask, ReachesNinetyEightPercentExactAccuracyOnHeldOutSequences) {
   const ExperimentConfig config = reverse_config();
+  // One thread, as attnlab train with cluster.threads_per_rank 1: the summation order (and so
+  // the trajectory) does not depend on the machine's core count or the environment.
+  blas::set_threads(1);
+  omp_set_num_threads(1);
   dist::LocalComm comm;
   Trainer trainer(config, make_synthetic_source(config), comm);
   const EvalRow before = trainer.evaluate(true);
