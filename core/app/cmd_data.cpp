@@ -10,8 +10,6 @@
 #include "core/app/cli.h"
 #include "core/util/check.h"
 
-extern char** environ;
-
 namespace attnlab::cli {
 namespace {
 
@@ -44,6 +42,7 @@ fs::path find_script() {
 // Runs argv[0] (searched in PATH) and returns its exit status.
 int run_process(const std::vector<std::string>& argv) {
   std::vector<char*> pointers;
+  pointers.reserve(argv.size() + 1);
   for (const std::string& arg : argv) pointers.push_back(const_cast<char*>(arg.c_str()));
   pointers.push_back(nullptr);
   pid_t pid = 0;
@@ -77,7 +76,7 @@ int run_data(const std::vector<std::string>& args) {
   const std::string out = values.count("out") ? values["out"].as<std::string>()
                                               : (slice ? "data/bible-slice" : "data/bible");
   std::vector<std::string> command = {"python3", find_script().string(), "--out", out};
-  if (slice) command.push_back("--slice");
+  if (slice) command.emplace_back("--slice");
   const int status = run_process(command);
   return status == 0 ? kExitOk : kExitFailure;
 }

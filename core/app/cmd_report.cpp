@@ -61,6 +61,7 @@ int run_report(const std::vector<std::string>& args) {
   std::vector<std::string> words = {python, "-m", "analysis.report"};
   words.insert(words.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(words.size() + 1);
   for (std::string& word : words) argv.push_back(word.data());
   argv.push_back(nullptr);
 

@@ -61,6 +61,7 @@ int run_translate(const std::vector<std::string>& args) {
   }
   RunModel run = load_run_model(run_dir, average);
   std::vector<std::string> segments;
+  segments.reserve(nonempty.size());
   for (size_t i : nonempty) segments.push_back(lines[i]);
   std::vector<std::string> output(lines.size());
   if (!segments.empty()) {

@@ -177,7 +177,7 @@ void ConfigBuilder::walk(const YAML::Node& map, const std::string& file, const s
     const YAML::Node value = it->second;
     const std::string key_where = location(file, key_node);
     if (!key_node.IsScalar()) fail(key_where, "expected a key name");
-    const std::string name = key_node.Scalar();
+    const std::string& name = key_node.Scalar();
     const std::string key = prefix.empty() ? name : std::string(prefix).append(".").append(name);
     auto [previous, inserted] = seen.emplace(key, key_where);
     if (!inserted)

@@ -137,9 +137,9 @@ class Transformer {
   void embed_backward(TensorView<T> dembedded, const int32_t* tokens, int table_index,
                       int positions_index, bool training, uint64_t key);
   void stack_forward(StackActivations<T>& acts, const std::vector<LayerParams>& layers,
-                     bool decoder, bool training, uint64_t key);
+                     bool decoder, bool training, uint64_t seed);
   TensorView<T> stack_backward(StackActivations<T>& acts, const std::vector<LayerParams>& layers,
-                               bool decoder, TensorView<T> dout, uint64_t key);
+                               bool decoder, TensorView<T> dout, uint64_t seed);
   void attention_forward(AttentionActivations<T>& acts, const AttentionParams& p,
                          TensorView<const T> query_in, TensorView<const T> key_value_in,
                          const ops::AttentionMask& mask, TensorView<T> out, bool training,
@@ -152,9 +152,9 @@ class Transformer {
   bool tiled() const { return config_.attention == AttentionKernel::kTiled; }
   // Tiled kernel: fills probe_ with every block's probabilities (once per forward).
   void compute_probe_probabilities() const;
-  void ffn_forward(SublayerActivations<T>& acts, const FfnParams& p, TensorView<const T> in);
-  void ffn_backward(SublayerActivations<T>& acts, const FfnParams& p, TensorView<const T> in,
-                    TensorView<T> dout, TensorView<T> din, bool accumulate);
+  void ffn_forward(SublayerActivations<T>& s, const FfnParams& p, TensorView<const T> x);
+  void ffn_backward(SublayerActivations<T>& s, const FfnParams& p, TensorView<const T> x,
+                    TensorView<T> dout, TensorView<T> dx, bool accumulate);
 
   ModelConfig config_;
   ParamTable table_;

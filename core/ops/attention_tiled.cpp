@@ -269,16 +269,26 @@ void attention_tiled_backward(TensorView<T> dq, TensorView<T> dk, TensorView<T> 
   for (int64_t i = 0; i < query_elements; ++i) dq[i] *= scale;
 }
 
-#define ATTNLAB_INSTANTIATE_TILED_ATTENTION(T)                                                   \
-  template void attention_tiled_forward<T>(                                                      \
-      TensorView<T>, TensorView<T>, TensorView<T>, TensorView<const T>, TensorView<const T>,     \
-      TensorView<const T>, const AttentionMask&, T, float, uint64_t);                            \
-  template void attention_tiled_backward<T>(                                                     \
-      TensorView<T>, TensorView<T>, TensorView<T>, T*, TensorView<const T>, TensorView<const T>, \
-      TensorView<const T>, TensorView<const T>, TensorView<const T>, TensorView<const T>,        \
-      TensorView<T>, const AttentionMask&, T, float, uint64_t);
-
-ATTNLAB_INSTANTIATE_TILED_ATTENTION(float)
-ATTNLAB_INSTANTIATE_TILED_ATTENTION(double)
+template void attention_tiled_forward<float>(TensorView<float>, TensorView<float>,
+                                             TensorView<float>, TensorView<const float>,
+                                             TensorView<const float>, TensorView<const float>,
+                                             const AttentionMask&, float, float, uint64_t);
+template void attention_tiled_backward<float>(TensorView<float>, TensorView<float>,
+                                              TensorView<float>, float*, TensorView<const float>,
+                                              TensorView<const float>, TensorView<const float>,
+                                              TensorView<const float>, TensorView<const float>,
+                                              TensorView<const float>, TensorView<float>,
+                                              const AttentionMask&, float, float, uint64_t);
+template void attention_tiled_forward<double>(TensorView<double>, TensorView<double>,
+                                              TensorView<double>, TensorView<const double>,
+                                              TensorView<const double>, TensorView<const double>,
+                                              const AttentionMask&, double, float, uint64_t);
+template void attention_tiled_backward<double>(TensorView<double>, TensorView<double>,
+                                               TensorView<double>, double*,
+                                               TensorView<const double>, TensorView<const double>,
+                                               TensorView<const double>, TensorView<const double>,
+                                               TensorView<const double>, TensorView<const double>,
+                                               TensorView<double>, const AttentionMask&, double,
+                                               float, uint64_t);
 
 }  // namespace attnlab::ops

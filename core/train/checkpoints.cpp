@@ -51,7 +51,7 @@ std::string save_checkpoint(const std::string& run_dir, Trainer& trainer, int64_
   const ParamTable& table = trainer.model().table();
   using Views = io::ConstTensors;
   using View = TensorView<const float>;
-  const std::string path = dir.path_for(trainer.step());
+  std::string path = dir.path_for(trainer.step());
   io::save_checkpoint(
       path, state,
       {{io::kParamsGroup, named<View>(table, trainer.model().params().data())},

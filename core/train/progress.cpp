@@ -15,7 +15,7 @@ Progress::Progress(std::FILE* out, bool interactive, int64_t total_steps, int64_
 
 std::string Progress::duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  const int64_t s = std::llround(seconds);
   char text[32];
   if (s >= 3600) {
     std::snprintf(text, sizeof(text), "%ldh%02ldm", static_cast<long>(s / 3600),
