@@ -9,11 +9,11 @@
 #include <iostream>
 
 #include "core/app/cli.h"
+#include "core/app/decoding_settings.h"
 #include "core/data/corpus.h"
 #include "core/io/h5.h"
 #include "core/metrics/bleu.h"
 #include "core/metrics/perplexity.h"
-#include "core/tensor/blas.h"
 #include "core/train/corpus_source.h"
 #include "core/util/check.h"
 
@@ -69,16 +69,9 @@ int run_eval(const std::vector<std::string>& args) {
     throw UsageError("--split must be dev or test, got '" + split + "'");
   }
   const ExperimentConfig stored = load_run_config(run_dir);
-  const int64_t average =
-      values.count("average") ? values["average"].as<int64_t>() : stored.eval.average_last;
-  if (average < 0) throw UsageError("--average must be >= 0");
-  BeamOptions beam{stored.eval.beam, stored.eval.length_penalty, stored.eval.max_len_offset};
-  if (values.count("beam")) beam.beam = values["beam"].as<int64_t>();
-  if (values.count("alpha")) beam.alpha = values["alpha"].as<double>();
-  if (values.count("max-len-offset")) beam.max_len_offset = values["max-len-offset"].as<int64_t>();
-  if (beam.beam < 1) throw UsageError("--beam must be >= 1");
-  blas::set_threads(values.count("threads") ? values["threads"].as<int>()
-                                            : static_cast<int>(stored.cluster.threads_per_rank));
+  const DecodingSettings settings = decoding_settings(values, stored);
+  const int64_t average = settings.average;
+  const BeamOptions& beam = settings.beam;
 
   RunModel run = load_run_model(run_dir, average);
   const SplitFiles& files = split == "dev" ? run.config.data.dev : run.config.data.test;

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/app/cli.h"
+#include "core/app/decoding_settings.h"
 #include "core/data/corpus.h"
-#include "core/tensor/blas.h"
 #include "core/train/corpus_source.h"
 #include "core/util/check.h"
 
@@ -36,16 +36,9 @@ int run_translate(const std::vector<std::string>& args) {
   }
   const std::string run_dir = values["run"].as<std::string>();
   const ExperimentConfig stored = load_run_config(run_dir);
-  const int64_t average =
-      values.count("average") ? values["average"].as<int64_t>() : stored.eval.average_last;
-  if (average < 0) throw UsageError("--average must be >= 0");
-  BeamOptions beam{stored.eval.beam, stored.eval.length_penalty, stored.eval.max_len_offset};
-  if (values.count("beam")) beam.beam = values["beam"].as<int64_t>();
-  if (values.count("alpha")) beam.alpha = values["alpha"].as<double>();
-  if (values.count("max-len-offset")) beam.max_len_offset = values["max-len-offset"].as<int64_t>();
-  if (beam.beam < 1) throw UsageError("--beam must be >= 1");
-  blas::set_threads(values.count("threads") ? values["threads"].as<int>()
-                                            : static_cast<int>(stored.cluster.threads_per_rank));
+  const DecodingSettings settings = decoding_settings(values, stored);
+  const int64_t average = settings.average;
+  const BeamOptions& beam = settings.beam;
 
   // Read and check all input before any output: an invalid line produces no partial output.
   std::vector<std::string> lines;

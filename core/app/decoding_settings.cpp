@@ -1,0 +1,26 @@
+// decoding_settings: one reading of the flags eval and translate share.
+#include "core/app/decoding_settings.h"
+
+#include "core/app/cli.h"
+#include "core/tensor/blas.h"
+
+namespace attnlab::cli {
+
+DecodingSettings decoding_settings(const boost::program_options::variables_map& values,
+                                   const ExperimentConfig& stored) {
+  DecodingSettings settings;
+  settings.average =
+      values.count("average") ? values["average"].as<int64_t>() : stored.eval.average_last;
+  if (settings.average < 0) throw UsageError("--average must be >= 0");
+  BeamOptions& beam = settings.beam;
+  beam = BeamOptions{stored.eval.beam, stored.eval.length_penalty, stored.eval.max_len_offset};
+  if (values.count("beam")) beam.beam = values["beam"].as<int64_t>();
+  if (values.count("alpha")) beam.alpha = values["alpha"].as<double>();
+  if (values.count("max-len-offset")) beam.max_len_offset = values["max-len-offset"].as<int64_t>();
+  if (beam.beam < 1) throw UsageError("--beam must be >= 1");
+  blas::set_threads(values.count("threads") ? values["threads"].as<int>()
+                                            : static_cast<int>(stored.cluster.threads_per_rank));
+  return settings;
+}
+
+}  // namespace attnlab::cli

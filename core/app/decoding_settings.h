@@ -1,0 +1,23 @@
+// The decoding settings attnlab eval and attnlab translate share: the run's own eval.* values,
+// overridden by --average, --beam, --alpha, --max-len-offset and --threads.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <cstdint>
+
+#include "core/config/experiment.h"
+#include "core/decode/beam.h"
+
+namespace attnlab::cli {
+
+struct DecodingSettings {
+  int64_t average = 0;  // checkpoints averaged (0 = the newest only)
+  BeamOptions beam;
+};
+
+// Reads the flags over `stored` (the run's config), throwing UsageError on a negative --average
+// or a --beam below 1, and sets the BLAS thread count (--threads, else cluster.threads_per_rank).
+DecodingSettings decoding_settings(const boost::program_options::variables_map& values,
+                                   const ExperimentConfig& stored);
+
+}  // namespace attnlab::cli
