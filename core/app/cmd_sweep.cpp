@@ -22,6 +22,7 @@
 #include "core/cluster/slurm.h"
 #include "core/config/config.h"
 #include "core/config/sweep.h"
+#include "core/model/param_count.h"
 
 namespace attnlab::cli {
 namespace {
@@ -105,6 +106,16 @@ void launch_seed_by_seed(const config::Sweep& sweep, std::vector<const config::S
                    });
 }
 
+// A run's cost for the launcher's ETA, relative to the other runs: the training FLOPs of its
+// updates at sequences of the longest allowed length (only the ratios between runs matter).
+double training_work(const ExperimentConfig& c) {
+  const int64_t length =
+      c.data.task == "corpus" ? c.data.max_length : c.data.synthetic.max_length + 1;
+  const double target_tokens =
+      static_cast<double>(c.train.steps * c.train.accumulate * c.train.batch_tokens) / 2.0;
+  return target_tokens * training_flops_per_target_token(c.model, length, length);
+}
+
 int launch_local(const config::Sweep& sweep, const std::vector<const config::SweepRun*>& runs,
                  const fs::path& sweep_dir, const po::variables_map& values) {
   const int64_t cores = cluster::available_cores();
@@ -130,6 +141,7 @@ int launch_local(const config::Sweep& sweep, const std::vector<const config::Swe
                                      sweep.name, cluster_config.ranks, oversubscribe);
     entry.env = cluster::run_environment(cluster_config.threads_per_rank);
     entry.cores = cluster_config.ranks * cluster_config.threads_per_rank;
+    entry.work = training_work(run->config);
     local.push_back(std::move(entry));
   }
   cluster::LocalOptions options;

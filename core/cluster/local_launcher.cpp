@@ -62,7 +62,7 @@ std::string clock_time() {
 struct Running {
   size_t index = 0;
   Clock::time_point started;
-  double fraction = 0.0;  // of its steps, from the progress probe
+  bool probed = false;  // its progress has been read once (start_fraction is set)
 };
 
 }  // namespace
@@ -80,6 +80,17 @@ std::string format_duration(double seconds) {
     std::snprintf(buffer, sizeof(buffer), "%llds", static_cast<long long>(total));
   }
   return buffer;
+}
+
+std::optional<double> remaining_seconds(const std::vector<RunWork>& runs, double elapsed_seconds) {
+  double done = 0.0;
+  double left = 0.0;
+  for (const RunWork& run : runs) {
+    done += run.work * std::max(0.0, run.fraction - run.start_fraction);
+    left += run.work * std::max(0.0, 1.0 - run.fraction);
+  }
+  if (done <= 0.0 || left <= 0.0) return std::nullopt;
+  return elapsed_seconds * left / done;
 }
 
 std::vector<std::string> local_train_command(const std::string& binary, const std::string& config,
@@ -112,13 +123,11 @@ LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& opt
   Clock::time_point last_probe = start - std::chrono::hours(1);
   Clock::time_point last_summary = start;
   bool summary_shown = false;
+  std::vector<RunWork> work(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) work[i].work = runs[i].work;
 
   auto summary = [&]() {
     const size_t done = result.completed.size();
-    const size_t failed = result.failed.size() + result.preempted.size();
-    double fraction = static_cast<double>(done + failed);
-    for (const auto& [pid, run] : running) fraction += run.fraction;
-    fraction /= static_cast<double>(std::max<size_t>(runs.size(), 1));
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     std::string text = std::to_string(done) + "/" + std::to_string(runs.size()) + " done, " +
                        std::to_string(running.size()) + " running, " +
@@ -126,9 +135,9 @@ LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& opt
     if (!result.preempted.empty())
       text += ", " + std::to_string(result.preempted.size()) + " stopped";
     text += ", " + format_duration(elapsed) + " elapsed";
-    if (fraction > 0.0 && fraction < 1.0 && !running.empty()) {
-      text += ", ETA " + format_duration(elapsed * (1.0 - fraction) / fraction);
-    }
+    // After a stop request the queued runs will not start, so there is nothing to estimate.
+    const std::optional<double> left = remaining_seconds(work, elapsed);
+    if (left && g_stop_signals == 0) text += ", ETA " + format_duration(*left);
     return text;
   };
   auto show_summary = [&]() {
@@ -160,7 +169,7 @@ LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& opt
       std::error_code ignored;
       fs::remove(fs::path(run.dir) / kLastExitFile, ignored);
       const pid_t pid = spawn_logged(run.command, run.env, run.dir + "/train.log");
-      running[pid] = Running{next, Clock::now(), 0.0};
+      running[pid] = Running{next, Clock::now(), false};
       used_cores += run.cores;
       ++next;
       event("started " + run.name + " (" + run.id + ")", false);
@@ -186,13 +195,17 @@ LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& opt
         ++it;
         continue;
       }
-      const LocalRun& run = runs[it->second.index];
+      const size_t index = it->second.index;
+      const LocalRun& run = runs[index];
       const double seconds =
           std::chrono::duration<double>(Clock::now() - it->second.started).count();
       used_cores -= run.cores;
       it = running.erase(it);
       const int code = exit_code_of(status);
       std::ofstream(fs::path(run.dir) / kLastExitFile) << code << "\n";
+      // A completed run's work is all done; a failed run's neither counts as done nor is left.
+      if (code == 0) work[index].fraction = 1.0;
+      if (code != 0 && code != 3) work[index].work = 0.0;
       if (code == 0) {
         result.completed.push_back(run.name);
         event("completed " + run.name + " in " + format_duration(seconds), true);
@@ -212,10 +225,14 @@ LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& opt
       last_probe = now;
       for (auto& [pid, run] : running) {
         const RunProgress progress = options.progress(runs[run.index].dir);
+        RunWork& share = work[run.index];
         if (progress.exists && progress.total > 0) {
-          run.fraction = std::min(
+          share.fraction = std::min(
               1.0, static_cast<double>(progress.step) / static_cast<double>(progress.total));
         }
+        // The first reading is what a resumed run had done before this launch.
+        if (!run.probed) share.start_fraction = share.fraction;
+        run.probed = true;
       }
     }
     if (options.live && now - last_summary >= std::chrono::seconds(1)) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ struct LocalRun {
   std::vector<std::string> command;  // argv
   Environment env;                   // added to this process's environment
   int64_t cores = 1;                 // ranks x threads per rank
+  double work = 1.0;                 // cost relative to the other runs, for the ETA
 };
 
 struct LocalOptions {
@@ -42,6 +44,18 @@ struct LocalResult {
   std::vector<std::string> failed;     // "name (exit N, see DIR/train.log)"
   bool interrupted = false;            // SIGINT/SIGTERM arrived
 };
+
+// One run's share of a sweep for the ETA.
+struct RunWork {
+  double work = 1.0;            // cost relative to the other runs (cmd_sweep: training FLOPs)
+  double start_fraction = 0.0;  // of its steps already done when this launch began (resumed)
+  double fraction = 0.0;        // of its steps done now
+};
+
+// Seconds until every run is done if the rest goes at the rate of the work done in the
+// elapsed_seconds since this launch began: elapsed * sum(w * (1 - f)) / sum(w * (f - f0)).
+// Empty before any work is done or when none is left.
+std::optional<double> remaining_seconds(const std::vector<RunWork>& runs, double elapsed_seconds);
 
 // Runs every run (in order, starting the next whenever its cores are free) and waits for all.
 LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& options,

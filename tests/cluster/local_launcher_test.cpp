@@ -88,6 +88,41 @@ TEST(LocalLauncher, MaxParallelOneRunsOneAtATime) {
   EXPECT_EQ(read_text(shared), "start a\nend a\nstart b\nend b\n");
 }
 
+// The summary a log sees after each completion: with a heavier run still queued it carries an
+// ETA; after the last run it does not.
+TEST(LocalLauncher, SummaryAfterACompletionEstimatesTheRunsLeft) {
+  TempDir root;
+  std::vector<LocalRun> runs = {shell_run(root, "a", "sleep 0.2"), shell_run(root, "b", "true")};
+  runs[1].work = 3.0;
+  LocalOptions options;
+  options.cores = 8;
+  options.max_parallel = 1;
+  std::ostringstream out;
+  EXPECT_EQ(run_local(runs, options, out).completed.size(), 2u);
+  const std::string text = out.str();
+  const size_t first = text.find("1/2 done, 0 running, 0 failed");
+  const size_t last = text.find("2/2 done, 0 running, 0 failed");
+  ASSERT_NE(first, std::string::npos) << text;
+  ASSERT_NE(last, std::string::npos) << text;
+  EXPECT_NE(text.substr(first, text.find('\n', first) - first).find(", ETA "), std::string::npos)
+      << text;
+  EXPECT_EQ(text.substr(last).find("ETA"), std::string::npos) << text;
+}
+
+TEST(LocalLauncher, RemainingTimeWeighsRunsByWorkAndIgnoresResumedProgress) {
+  // Work done in this launch: 1 (a) + 3 * (0.75 - 0.5) (b, resumed at half) = 1.75;
+  // left: 3 * 0.25 (b) + 2 (c) = 2.75; 100 s * 2.75 / 1.75.
+  const std::vector<RunWork> runs = {{1.0, 0.0, 1.0}, {3.0, 0.5, 0.75}, {2.0, 0.0, 0.0}};
+  ASSERT_TRUE(remaining_seconds(runs, 100.0).has_value());
+  EXPECT_NEAR(*remaining_seconds(runs, 100.0), 100.0 * 2.75 / 1.75, 1e-9);
+  // One of two runs done: the ETA scales with the queued run's weight, not the run count.
+  EXPECT_NEAR(*remaining_seconds({{1.0, 0.0, 1.0}, {1.0, 0.0, 0.0}}, 60.0), 60.0, 1e-9);
+  EXPECT_NEAR(*remaining_seconds({{1.0, 0.0, 1.0}, {3.0, 0.0, 0.0}}, 60.0), 180.0, 1e-9);
+  // A resumed run that has not moved yet gives no rate; nothing left gives no ETA.
+  EXPECT_FALSE(remaining_seconds({{1.0, 0.9, 0.9}}, 30.0).has_value());
+  EXPECT_FALSE(remaining_seconds({{1.0, 0.0, 1.0}}, 30.0).has_value());
+}
+
 TEST(LocalLauncher, TrainCommandUsesMpirunOnlyForSeveralRanks) {
   const std::vector<std::string> one =
       local_train_command("/b/attnlab", "/r/x/config.yaml", "/r/x", "x", "s", 1, false);
