@@ -48,11 +48,12 @@ cluster::RunProgress read_run_file(const fs::path& path) {
 
 cluster::RunProgress read_run_progress(const std::string& run_dir) {
   cluster::RunProgress progress = read_run_file(fs::path(run_dir) / "run.h5");
-  // A launch that ended in an error (not 0, not 3 = preempted) marks the run failed, even when
+  // A launch that ended in an error (not 0, not kExitStopped) marks the run failed, even when
   // it failed before writing run.h5.
   std::ifstream last_exit(fs::path(run_dir) / cluster::kLastExitFile);
   int code = 0;
-  if (last_exit >> code && code != 0 && code != 3 && progress.status != "completed") {
+  if (last_exit >> code && code != 0 && code != cluster::kExitStopped &&
+      progress.status != "completed") {
     progress.status = "failed";
   }
   return progress;

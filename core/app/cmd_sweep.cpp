@@ -23,13 +23,15 @@
 #include "core/config/config.h"
 #include "core/config/sweep.h"
 #include "core/model/param_count.h"
+#include "core/train/run.h"
 
 namespace attnlab::cli {
 namespace {
 namespace fs = std::filesystem;
 
-// Exit code when runs were stopped after a checkpoint (as `attnlab train`): rerunning resumes.
-constexpr int kExitStopped = 3;
+// A sweep whose runs were stopped exits as a stopped `attnlab train` does: rerunning resumes.
+constexpr int kExitStopped = cluster::kExitStopped;
+static_assert(kExitStopped == kExitPreempted, "the launchers read the trainer's exit code");
 
 void print_runs(const config::Sweep& sweep) {
   size_t width = 4, group_width = 5;

@@ -15,6 +15,9 @@ namespace attnlab::cli {
 namespace {
 
 int run_train(const std::vector<std::string>& args) {
+  // First, so that a stop request during start-up (MPI, data, tokenizer) becomes a checkpoint
+  // after the first step instead of USR1's default action, death.
+  install_stop_signals();
   po::options_description options("train options");
   add_config_options(options);
   add_out_option(options, "", "the run directory (default: <log.dir>/<name>)");

@@ -201,17 +201,21 @@ LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& opt
           std::chrono::duration<double>(Clock::now() - it->second.started).count();
       used_cores -= run.cores;
       it = running.erase(it);
-      const int code = exit_code_of(status);
+      int code = exit_code_of(status);
+      // A stop request can kill a run before its trainer has installed the handler that turns
+      // USR1 into a checkpoint (USR1's default action), and a second request terminates runs on
+      // purpose: both are stops that a rerun resumes, not failures.
+      if (forwarded > 0 && (code == 128 + SIGUSR1 || code == 128 + SIGTERM)) code = kExitStopped;
       std::ofstream(fs::path(run.dir) / kLastExitFile) << code << "\n";
       // A completed run's work is all done; a failed run's neither counts as done nor is left.
       if (code == 0) work[index].fraction = 1.0;
-      if (code != 0 && code != 3) work[index].work = 0.0;
+      if (code != 0 && code != kExitStopped) work[index].work = 0.0;
       if (code == 0) {
         result.completed.push_back(run.name);
         event("completed " + run.name + " in " + format_duration(seconds), true);
-      } else if (code == 3) {
+      } else if (code == kExitStopped) {
         result.preempted.push_back(run.name);
-        event("stopped " + run.name + " after a checkpoint (rerun the sweep to resume)", true);
+        event("stopped " + run.name + " (rerun the sweep to resume it)", true);
       } else {
         result.failed.push_back(run.name + " (exit " + std::to_string(code) + ", see " + run.dir +
                                 "/train.log)");

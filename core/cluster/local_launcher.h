@@ -19,6 +19,9 @@ namespace attnlab::cluster {
 // <run dir>/last_exit: the exit code of the run's last launch (local or Slurm), removed when it
 // starts again; a crash before run.h5 exists still leaves the run marked failed.
 inline constexpr const char* kLastExitFile = "last_exit";
+// The trainer's exit code after a stop request (it checkpointed); last_exit also records it for a
+// run that a stop request killed before it could checkpoint. Either way a rerun resumes the run.
+inline constexpr int kExitStopped = 3;
 
 struct LocalRun {
   std::string id;
@@ -40,7 +43,7 @@ struct LocalOptions {
 
 struct LocalResult {
   std::vector<std::string> completed;  // run names
-  std::vector<std::string> preempted;  // exit code 3: stopped after a checkpoint
+  std::vector<std::string> preempted;  // kExitStopped: stopped on request, to be resumed
   std::vector<std::string> failed;     // "name (exit N, see DIR/train.log)"
   bool interrupted = false;            // SIGINT/SIGTERM arrived
 };

@@ -91,8 +91,10 @@ std::string render_array_script(const ArrayJob& job) {
   s << "# reaches this shell only: pass it to the launcher, which hands it to every rank. The\n";
   s << "# trainer then checkpoints, marks the run preempted and exits 3.\n";
   s << "launcher_pid=0\n";
+  s << "stop_requested=0\n";
   s << "rm -f \"$run_dir/last_exit\"\n";
   s << "forward_usr1() {\n";
+  s << "  stop_requested=1\n";
   s << "  if ((launcher_pid > 0)); then kill -USR1 \"$launcher_pid\" 2>/dev/null || true; fi\n";
   s << "}\n";
   s << "trap forward_usr1 USR1\n\n";
@@ -117,6 +119,10 @@ std::string render_array_script(const ArrayJob& job) {
   s << "while kill -0 \"$launcher_pid\" 2>/dev/null; do wait \"$launcher_pid\"; done\n";
   s << "wait \"$launcher_pid\"\n";
   s << "status=$?\n";
+  s << "# A rank that USR1 reached before the trainer installed its handler died of it (128 + "
+       "10):\n";
+  s << "# a stop on request like exit 3, to be resumed, not a failure.\n";
+  s << "if ((stop_requested && status == 138)); then status=3; fi\n";
   s << "echo \"$status\" >\"$run_dir/last_exit\"\n\n";
 
   s << "case $status in\n";

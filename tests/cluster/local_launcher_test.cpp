@@ -3,9 +3,13 @@
 #include "core/cluster/local_launcher.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include "cluster/cluster_testing.h"
 #include "core/cluster/environment.h"
@@ -48,6 +52,33 @@ TEST(LocalLauncher, OutcomesFollowExitCodesAndOutputGoesToTheLog) {
   EXPECT_NE(out.str().find("FAILED bad with exit code 1"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("1/3 done, 0 running, 1 failed, 1 stopped"), std::string::npos)
       << out.str();
+}
+
+// Ctrl-C while a run is still starting (no USR1 handler yet, so the forwarded USR1 kills it):
+// the run is stopped, to be resumed, not failed, and the queued run never starts.
+TEST(LocalLauncher, ARunKilledByTheForwardedStopIsStoppedNotFailed) {
+  TempDir root;
+  const std::vector<LocalRun> runs = {
+      shell_run(root, "starting", "touch \"$1/started\"; for _ in $(seq 100); do sleep 0.1; done"),
+      shell_run(root, "queued", "true")};
+  LocalOptions options;
+  options.cores = 8;
+  options.max_parallel = 1;
+  std::thread interrupter([&] {
+    for (int i = 0; i < 500 && !fs::exists(runs[0].dir + "/started"); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    kill(getpid(), SIGINT);
+  });
+  std::ostringstream out;
+  const LocalResult result = run_local(runs, options, out);
+  interrupter.join();
+  EXPECT_TRUE(result.interrupted);
+  EXPECT_EQ(result.preempted, std::vector<std::string>{"starting"}) << out.str();
+  EXPECT_TRUE(result.failed.empty()) << out.str();
+  EXPECT_TRUE(result.completed.empty()) << out.str();
+  EXPECT_EQ(read_text(runs[0].dir + "/last_exit"), "3\n");
+  EXPECT_FALSE(fs::exists(runs[1].dir + "/train.log"));
 }
 
 // Each run appends "start"/"end" lines with its name to one shared file; the order shows which

@@ -24,7 +24,8 @@ using testing::TempDir;
 using testing::write_text;
 
 // A launcher stub: writes its arguments (one per line) and $PROFILE_VALUE to $STUB_DIR/<name>.args,
-// then behaves as STUB_MODE says: exit0, exit1, exit3, or usr1 (wait for USR1, then exit 3).
+// then behaves as STUB_MODE says: exit0, exit1, exit3, usr1 (wait for USR1, then exit 3), or
+// usr1-kills (wait without a handler, as a trainer still starting up: USR1 kills it).
 const char* kLauncherStub = R"(#!/bin/bash
 name=$(basename "$0")
 printf '%s\n' "$@" >"$STUB_DIR/$name.args"
@@ -37,6 +38,11 @@ case $STUB_MODE in
   exit3) exit 3 ;;
   usr1)
     trap 'echo got-usr1 >"$STUB_DIR/$name.signal"; exit 3' USR1
+    touch "$STUB_DIR/$name.started"
+    for _ in $(seq 300); do sleep 0.1; done
+    exit 0
+    ;;
+  usr1-kills)
     touch "$STUB_DIR/$name.started"
     for _ in $(seq 300); do sleep 0.1; done
     exit 0
@@ -221,6 +227,14 @@ TEST_F(ArrayScript, Usr1ToTheBatchShellReachesTheLauncherThenRequeues) {
               (std::vector<std::string>{"requeue", "77_1"}))
         << launcher;
   }
+}
+
+TEST_F(ArrayScript, Usr1ThatKillsAStartingLauncherIsAStopNotAFailure) {
+  job_.profile.launcher = "mpirun";
+  EXPECT_EQ(run_task(render(), "usr1-kills", /*send_usr1=*/true), 0);
+  EXPECT_EQ(read_text(job_.sweep_dir + "/bbbbbbbbbbbb/last_exit"), "3\n");
+  EXPECT_EQ(lines_of(read_text(stubs_ + "/scontrol.args")),
+            (std::vector<std::string>{"requeue", "77_1"}));
 }
 
 TEST_F(ArrayScript, UnsafeValuesAreRejectedBeforeAnythingIsWritten) {

@@ -5,6 +5,7 @@ import hashlib
 import shutil
 import signal
 import subprocess
+import time
 
 import h5py
 import numpy as np
@@ -93,6 +94,41 @@ def test_sigterm_then_resume_equals_an_uninterrupted_run(attnlab, tmp_path):
         for name in fa["params"]:
             np.testing.assert_array_equal(fa["params"][name][...], fb["params"][name][...],
                                           err_msg=name)
+
+
+def caught_signals(pid):
+    """Signals the process has handlers for (SigCgt in /proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("SigCgt:"):
+                mask = int(line.split()[1], 16)
+                return {number for number in range(1, 65) if mask >> (number - 1) & 1}
+    return set()
+
+
+def test_a_stop_during_start_up_checkpoints_after_the_first_step(attnlab, tmp_path):
+    """A launcher's stop request (USR1) can arrive while a run is still starting: the trainer
+    catches it from the start (before it writes run.h5), trains one step, checkpoints and exits 3,
+    instead of dying of USR1's default action and being counted as failed."""
+    out = tmp_path / "run"
+    # A large synthetic training set keeps the start-up (data generation) long enough to see.
+    command = [str(attnlab), "train", "-c", str(TASK), *TINY, "--set", "train.steps=50",
+               "--set", "data.synthetic.train_size=1000000", "--out", str(out)]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                               env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                                    "PATH": "/usr/bin:/bin"})
+    deadline = time.monotonic() + 60
+    while signal.SIGUSR1 not in caught_signals(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    log_existed = (out / "run.h5").exists()
+    process.send_signal(signal.SIGUSR1)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 3, stdout + stderr
+    assert not log_existed, "the stop handler was installed only after start-up"
+    with h5py.File(out / "run.h5", "r") as f:
+        assert f.attrs["status"] == "preempted"
+        assert list(f["train"]["step"][...]) == [1]
+    assert (out / "ckpt" / "step_1.h5").is_file()
 
 
 @pytest.mark.skipif(shutil.which("mpiexec") is None, reason="needs Open MPI's mpiexec")
