@@ -110,7 +110,7 @@ def markdown(table):
     lines.append("")
     for line in notes(table):  # one paragraph per note; bullets stay a list
         lines.append(line)
-        if line and not line.startswith("- "):
+        if line and not line.lstrip().startswith("- "):
             lines.append("")
     return "\n".join(lines) + "\n"
 

@@ -214,6 +214,31 @@ def _order_verdict(tau):
     return "unrelated to the paper's order"
 
 
+def _axes(sweep, keys):
+    """A block's rows split by the settings they change (base first in each): the paper's block C
+    varies depth, width and d_ff, and one tau over all of it mixes three questions."""
+    overrides = {row.key: row.overrides for row in sweep.rows}
+    axes = {}
+    for key in keys[1:]:
+        axes.setdefault(tuple(overrides.get(key, {})), []).append(key)
+    return {axis: [keys[0]] + members for axis, members in axes.items()}
+
+
+def _tau_parts(by_row, keys, metrics):
+    parts = []
+    for metric in metrics:
+        pairs = [(by_row[k][f"{metric.name}_mean"], by_row[k][f"paper_{metric.name}"])
+                 for k in keys]
+        pairs = [(a, b) for a, b in pairs if np.isfinite(a) and np.isfinite(b)]
+        if len(pairs) < 2:
+            parts.append(f"{metric.label}: n/a ({len(pairs)} row(s) with both values)")
+            continue
+        tau = stats.kendall_tau([a for a, _ in pairs], [b for _, b in pairs])
+        text = "n/a (ties)" if not np.isfinite(tau) else f"{tau:+.2f} ({_order_verdict(tau)})"
+        parts.append(f"{metric.label}: tau = {text} over {len(pairs)} rows")
+    return "; ".join(parts)
+
+
 def _trend(sweep, records, metrics):
     by_row = {r["row"]: r for r in records}
     paper_metrics = [m for m in metrics if m.paper_key]
@@ -221,20 +246,15 @@ def _trend(sweep, records, metrics):
                for r in records for m in paper_metrics):
         return ["Trend check: the sweep gives no paper values, so there is nothing to compare."]
     lines = ["Trend check: Kendall tau-b between our means and the paper's values within each "
-             "block (base row included; +1 = same order, -1 = reversed):"]
+             "block (base row included; +1 = same order, -1 = reversed), and within each setting "
+             "a block varies when it varies several:"]
     for group, keys in _blocks(sweep).items():
-        parts = []
-        for metric in paper_metrics:
-            pairs = [(by_row[k][f"{metric.name}_mean"], by_row[k][f"paper_{metric.name}"])
-                     for k in keys]
-            pairs = [(a, b) for a, b in pairs if np.isfinite(a) and np.isfinite(b)]
-            if len(pairs) < 2:
-                parts.append(f"{metric.label}: n/a ({len(pairs)} row(s) with both values)")
-                continue
-            tau = stats.kendall_tau([a for a, _ in pairs], [b for _, b in pairs])
-            text = "n/a (ties)" if not np.isfinite(tau) else f"{tau:+.2f} ({_order_verdict(tau)})"
-            parts.append(f"{metric.label}: tau = {text} over {len(pairs)} rows")
-        lines.append(f"- block {group}: " + "; ".join(parts))
+        lines.append(f"- block {group}: " + _tau_parts(by_row, keys, paper_metrics))
+        axes = _axes(sweep, keys)
+        if len(axes) > 1:
+            for axis, axis_keys in axes.items():
+                lines.append(f"  - {', '.join(axis) or '(no setting)'}: "
+                             + _tau_parts(by_row, axis_keys, paper_metrics))
     return lines
 
 

@@ -9,6 +9,7 @@ import math
 import re
 import shutil
 import sys
+import types
 
 import h5py
 import numpy as np
@@ -21,8 +22,10 @@ from conftest import ROOT, run_attnlab
 sys.path.insert(0, str(ROOT))
 
 from analysis import bleu, build_table, figures, load_sweep  # noqa: E402
+from analysis import table as table_module  # noqa: E402
 from analysis.manifest import read_manifest  # noqa: E402
 from analysis.report import main as report_main  # noqa: E402
+from analysis.sweep import Row  # noqa: E402
 
 EXPERIMENT = f"""base: {ROOT}/experiments/tasks/reverse.yaml
 name: tiny
@@ -143,6 +146,32 @@ def test_table_values_match_independent_means_stds_and_tests(sweep_dir):
     verdict = {1.0: "the paper's order", -1.0: "the reverse of the paper's order"}.get(
         round(tau, 12), "mostly the paper's order" if tau > 0 else "mostly reversed")
     assert f"dev PPL: tau = {tau:+.2f} ({verdict}) over 3 rows" in "\n".join(table.trend)
+
+
+def test_trend_splits_a_block_by_the_settings_its_rows_change():
+    """The paper's block C varies depth and d_ff (and width): besides one tau over the block,
+    each setting gets its own, base included, here against scipy's tau-b."""
+    rows = [Row("base", "base", {}, {}, []),
+            Row("N1", "C", {"model.encoder_layers": 1, "model.decoder_layers": 1}, {}, []),
+            Row("N4", "C", {"model.encoder_layers": 4, "model.decoder_layers": 4}, {}, []),
+            Row("ff128", "C", {"model.d_ff": 128}, {}, []),
+            Row("ff512", "C", {"model.d_ff": 512}, {}, [])]
+    ours = {"base": 100.0, "N1": 80.0, "N4": 300.0, "ff128": 110.0, "ff512": 95.0}
+    paper = {"base": 4.92, "N1": 6.11, "N4": 4.88, "ff128": 5.12, "ff512": 4.75}
+    records = [{"row": k, "ppl_mean": ours[k], "paper_ppl": paper[k]} for k in ours]
+    metric = types.SimpleNamespace(name="ppl", label="dev PPL", paper_key="ppl")
+    lines = table_module._trend(types.SimpleNamespace(rows=rows, base="base"), records, [metric])
+
+    def tau(keys):
+        return scipy_stats.kendalltau([ours[k] for k in keys], [paper[k] for k in keys])[0]
+
+    block = [line for line in lines if line.startswith("- block C: ")]
+    assert block == [f"- block C: dev PPL: tau = {tau(list(ours)):+.2f} (mostly reversed) "
+                     "over 5 rows"]
+    assert tau(["base", "N1", "N4"]) == pytest.approx(-1.0)
+    assert ("  - model.encoder_layers, model.decoder_layers: dev PPL: tau = -1.00 (the reverse "
+            "of the paper's order) over 3 rows") in lines
+    assert "  - model.d_ff: dev PPL: tau = +1.00 (the paper's order) over 3 rows" in lines
 
 
 def markdown_table(text):
