@@ -5,13 +5,7 @@
 #include <iostream>
 
 #include "core/config/config.h"
-
-#ifndef ATTNLAB_VERSION
-#define ATTNLAB_VERSION "unknown"
-#endif
-#ifndef ATTNLAB_GIT_COMMIT
-#define ATTNLAB_GIT_COMMIT "unknown"
-#endif
+#include "core/util/build_info.h"
 
 namespace attnlab::cli {
 namespace {
@@ -32,7 +26,7 @@ CommandRegistration::CommandRegistration(const char* name, const char* summary,
 }
 
 std::string version_line() {
-  return std::string("attnlab ") + ATTNLAB_VERSION + " (git " + ATTNLAB_GIT_COMMIT + ")";
+  return std::string("attnlab ") + attnlab_version() + " (git " + git_commit() + ")";
 }
 
 void add_config_options(po::options_description& options) {

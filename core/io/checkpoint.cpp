@@ -10,14 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/util/build_info.h"
 #include "core/util/check.h"
-
-#ifndef ATTNLAB_VERSION
-#define ATTNLAB_VERSION "unknown"
-#endif
-#ifndef ATTNLAB_GIT_COMMIT
-#define ATTNLAB_GIT_COMMIT "unknown"
-#endif
 
 namespace attnlab::io {
 
@@ -44,8 +38,8 @@ void write_checkpoint_file(const std::string& path, const CheckpointState& state
   root.set_int("step", state.step);
   root.set_string("architecture", state.architecture);
   root.set_string("config_yaml", state.config_yaml);
-  root.set_string("attnlab_version", ATTNLAB_VERSION);
-  root.set_string("git_commit", ATTNLAB_GIT_COMMIT);
+  root.set_string("attnlab_version", attnlab_version());
+  root.set_string("git_commit", git_commit());
   h5::Group scalars = root.create_group(kScalarsGroup);
   for (const auto& [name, value] : state.scalars) scalars.set_double(name, value);
   h5::Group position = root.create_group(kDataPositionGroup);

@@ -12,14 +12,8 @@
 #include <utility>
 
 #include "core/io/series.h"
+#include "core/util/build_info.h"
 #include "core/util/check.h"
-
-#ifndef ATTNLAB_VERSION
-#define ATTNLAB_VERSION "unknown"
-#endif
-#ifndef ATTNLAB_GIT_COMMIT
-#define ATTNLAB_GIT_COMMIT "unknown"
-#endif
 
 namespace attnlab::io {
 
@@ -134,8 +128,8 @@ void write_new_run(const std::string& path, const RunInfo& info, const ConfigEnt
   root.set_string("schema", kRunSchema);
   root.set_int("schema_version", kRunSchemaVersion);
   root.set_string("attnlab_version",
-                  info.attnlab_version.empty() ? ATTNLAB_VERSION : info.attnlab_version);
-  root.set_string("git_commit", info.git_commit.empty() ? ATTNLAB_GIT_COMMIT : info.git_commit);
+                  info.attnlab_version.empty() ? attnlab_version() : info.attnlab_version);
+  root.set_string("git_commit", info.git_commit.empty() ? git_commit() : info.git_commit);
   root.set_string("created", info.created.empty() ? utc_now() : info.created);
   root.set_string("host", info.host.empty() ? host_name() : info.host);
   root.set_int("world_size", info.world_size);
