@@ -254,6 +254,22 @@ def section_sqrt_dk(sweep, out_dir, page):
             elif (np.diff(ratio.to_numpy()) < 0).all():
                 lines.append("The unscaled/scaled gradient ratio falls as d_k grows: the "
                              "saturating softmax passes less gradient, as the note argues.")
+    trained_none = claims.get(("none", "trained"))
+    trained_scaled = claims.get(("rsqrt_dk", "trained"))
+    if trained_none and trained_scaled:
+        gap = trained_none["gradient_slope"] - trained_scaled["gradient_slope"]
+        lines += ["", "After training the unscaled logits have grown (variance "
+                  f"{_fmt(trained_none['variance'][0])} at d_k = {trained_none['d_k'][0]} to "
+                  f"{_fmt(trained_none['variance'][-1])} at d_k = {trained_none['d_k'][-1]}, "
+                  f"against {_fmt(trained_scaled['variance'][0])} to "
+                  f"{_fmt(trained_scaled['variance'][-1])} scaled), and the unscaled query/key "
+                  "gradient norm "
+                  + ("falls with d_k while the scaled one stays nearly flat: the vanishing-"
+                     "gradient half of the note's argument shows once training has widened the "
+                     "logits" if gap < -0.5 and trained_none["gradient_slope"] < -0.5
+                     else "does not fall clearly faster with d_k than the scaled one")
+                  + f" (slopes {trained_none['gradient_slope']:.2f} vs "
+                  f"{trained_scaled['gradient_slope']:.2f})."]
     lines += ["", "<details><summary>table</summary>", ""]
     lines += _table(table.sort_values(["scale", "moment", "d_k"]), [
         ("scale", "scale", str), ("d_k", "d_k", str), ("heads", "h", str),
