@@ -119,9 +119,8 @@ std::string render_array_script(const ArrayJob& job) {
   s << "while kill -0 \"$launcher_pid\" 2>/dev/null; do wait \"$launcher_pid\"; done\n";
   s << "wait \"$launcher_pid\"\n";
   s << "status=$?\n";
-  s << "# A rank that USR1 reached before the trainer installed its handler died of it (128 + "
-       "10):\n";
-  s << "# a stop on request like exit 3, to be resumed, not a failure.\n";
+  s << "# A rank that USR1 reached before the trainer caught it died of it (status 138): a\n";
+  s << "# stop on request like exit 3, to be resumed, not a failure.\n";
   s << "if ((stop_requested && status == 138)); then status=3; fi\n";
   s << "echo \"$status\" >\"$run_dir/last_exit\"\n\n";
 
