@@ -30,8 +30,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // A sweep whose runs were stopped exits as a stopped `attnlab train` does: rerunning resumes.
-constexpr int kExitStopped = cluster::kExitStopped;
-static_assert(kExitStopped == kExitPreempted, "the launchers read the trainer's exit code");
+static_assert(cluster::kExitStopped == kExitPreempted,
+              "the launchers read the trainer's exit code");
 
 void print_runs(const config::Sweep& sweep) {
   size_t width = 4, group_width = 5;
@@ -167,7 +167,7 @@ int launch_local(const config::Sweep& sweep, const std::vector<const config::Swe
   if (!result.preempted.empty() || result.interrupted) {
     std::cerr << "attnlab sweep: stopped; " << result.preempted.size()
               << " run(s) checkpointed. Rerun the same command to resume.\n";
-    return kExitStopped;
+    return cluster::kExitStopped;
   }
   return kExitOk;
 }
