@@ -93,6 +93,34 @@ def test_local_sweep_completes_and_a_rerun_skips_every_run(attnlab, tmp_path):
     assert status.stdout.count("30/30") == 4
 
 
+
+def test_a_sweep_continues_elsewhere_from_its_completed_runs_logs(attnlab, tmp_path):
+    """Moving a sweep to another machine: its manifest and the completed runs' run.h5 (no
+    checkpoints, no config.yaml) are enough. Those runs are skipped and left as they are; the
+    others run and end exactly where a sweep made in one go ends."""
+    sweep = write_sweep(tmp_path)
+    whole = tmp_path / "whole"
+    run_attnlab(attnlab, "sweep", sweep, "--launcher", "local", "--out", whole, timeout=240)
+    expected = final_losses(whole / "tiny")
+    assert len(expected) == 4
+
+    moved = tmp_path / "moved"
+    (moved / "tiny").mkdir(parents=True)
+    shutil.copy(whole / "tiny" / "manifest.yaml", moved / "tiny")
+    carried = sorted(expected)[:2]
+    for run_id in carried:
+        (moved / "tiny" / run_id).mkdir()
+        shutil.copy(whole / "tiny" / run_id / "run.h5", moved / "tiny" / run_id)
+    before = {run_id: digest(moved / "tiny" / run_id / "run.h5") for run_id in carried}
+
+    resumed = run_attnlab(attnlab, "sweep", sweep, "--launcher", "local", "--out", moved,
+                          timeout=240)
+    assert "skipping 2 run(s), completed" in resumed.stdout, resumed.stdout
+    assert "4/4 done" not in resumed.stdout and "2/2 done, 0 running, 0 failed" in resumed.stdout
+    assert {run_id: digest(moved / "tiny" / run_id / "run.h5") for run_id in carried} == before
+    assert {run_id: (final(moved / "tiny" / run_id), final(moved / "tiny" / run_id, "eval"))
+            for run_id in expected} == expected
+
 FAILING_ROW = """\
   rows:
     - {name: ok}
