@@ -1,0 +1,68 @@
+"""The committed CPU-scale Table 3 is what the analysis computes from the committed run logs.
+
+docs/results/table3-small/runs/ keeps the sweep's manifest.yaml and one run.h5 per run (no
+checkpoints): every number of docs/results/table3-small/ is recomputed here from them, so none is
+typed by hand, and a change to the analysis that would alter the published table fails until the
+report is regenerated. The logs must also still be the runs that experiments/small/table3.yaml
+declares: a change to the sweep file (or to what a run id hashes) would make them another
+experiment's.
+"""
+
+import difflib
+import subprocess
+import sys
+
+from conftest import ROOT, run_attnlab
+
+RESULTS = ROOT / "docs" / "results" / "table3-small"
+LOGS = RESULTS / "runs"
+SWEEP = ROOT / "experiments" / "small" / "table3.yaml"
+REGENERATE = (f"/usr/bin/python3 -m analysis.report {LOGS.relative_to(ROOT)} "
+              f"--out {RESULTS.relative_to(ROOT)} --notes docs/results/table3-small-notes.md")
+
+
+def _diff(committed, fresh, name):
+    return "".join(difflib.unified_diff(committed.splitlines(keepends=True),
+                                        fresh.splitlines(keepends=True),
+                                        f"{name} (committed)", f"{name} (recomputed)"))
+
+
+def _markdown_tables(text):
+    """The table lines of a report.md (everything that starts with '|')."""
+    return "".join(line + "\n" for line in text.splitlines() if line.startswith("|"))
+
+
+def test_logs_are_the_runs_the_sweep_file_declares(attnlab, tmp_path):
+    run_attnlab(attnlab, "sweep", SWEEP, "--dry-run", "--out", tmp_path)
+    declared = _without_source((tmp_path / "table3-small" / "manifest.yaml").read_text())
+    committed = _without_source((LOGS / "manifest.yaml").read_text())
+    diff = _diff(committed, declared, "manifest.yaml")
+    assert not diff, f"{SWEEP.name} no longer declares the committed runs:\n{diff[:4000]}"
+    run_files = sorted(p.parent.name for p in LOGS.glob("*/run.h5"))
+    assert run_files, f"{LOGS} holds no run.h5"
+    unknown = set(run_files) - set(_ids(declared))
+    assert not unknown, f"run logs the manifest does not declare: {sorted(unknown)}"
+
+
+def _without_source(manifest_text):
+    """The manifest without its `source:` line, the sweep file's path as it was given."""
+    return "".join(line + "\n" for line in manifest_text.splitlines()
+                   if not line.startswith("source:"))
+
+
+def _ids(manifest_text):
+    return [line.split(":", 1)[1].strip().strip('"') for line in manifest_text.splitlines()
+            if line.strip().startswith("- id:")]
+
+
+def test_committed_tables_are_recomputed_from_the_logs(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "analysis.report", str(LOGS), "--out",
+                             str(tmp_path), "--no-figures"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in ("table.csv", "runs.csv", "table.tex"):
+        diff = _diff((RESULTS / name).read_text(), (tmp_path / name).read_text(), name)
+        assert not diff, f"{name} is stale; regenerate it with\n  {REGENERATE}\n{diff[:4000]}"
+    diff = _diff(_markdown_tables((RESULTS / "report.md").read_text()),
+                 _markdown_tables((tmp_path / "report.md").read_text()), "report.md tables")
+    assert not diff, f"report.md is stale; regenerate it with\n  {REGENERATE}\n{diff[:4000]}"
