@@ -14,6 +14,10 @@ import sys
 
 from conftest import ROOT, run_attnlab
 
+sys.path.insert(0, str(ROOT))
+
+from analysis.manifest import read_manifest  # noqa: E402
+
 RESULTS = ROOT / "docs" / "results" / "table3-small"
 LOGS = RESULTS / "runs"
 SWEEP = ROOT / "experiments" / "small" / "table3.yaml"
@@ -34,25 +38,15 @@ def _markdown_tables(text):
 
 def test_logs_are_the_runs_the_sweep_file_declares(attnlab, tmp_path):
     run_attnlab(attnlab, "sweep", SWEEP, "--dry-run", "--out", tmp_path)
-    declared = _without_source((tmp_path / "table3-small" / "manifest.yaml").read_text())
-    committed = _without_source((LOGS / "manifest.yaml").read_text())
-    diff = _diff(committed, declared, "manifest.yaml")
-    assert not diff, f"{SWEEP.name} no longer declares the committed runs:\n{diff[:4000]}"
-    run_files = sorted(p.parent.name for p in LOGS.glob("*/run.h5"))
+    declared = read_manifest(tmp_path / "table3-small" / "manifest.yaml")
+    committed = read_manifest(LOGS / "manifest.yaml")
+    # Everything but `source`, the sweep file's path as it was given on the command line.
+    assert (committed.sweep, committed.sets) == (declared.sweep, declared.sets)
+    assert committed.runs == declared.runs, f"{SWEEP.name} no longer declares the committed runs"
+    run_files = {p.parent.name for p in LOGS.glob("*/run.h5")}
     assert run_files, f"{LOGS} holds no run.h5"
-    unknown = set(run_files) - set(_ids(declared))
+    unknown = run_files - {run.id for run in declared.runs}
     assert not unknown, f"run logs the manifest does not declare: {sorted(unknown)}"
-
-
-def _without_source(manifest_text):
-    """The manifest without its `source:` line, the sweep file's path as it was given."""
-    return "".join(line + "\n" for line in manifest_text.splitlines()
-                   if not line.startswith("source:"))
-
-
-def _ids(manifest_text):
-    return [line.split(":", 1)[1].strip().strip('"') for line in manifest_text.splitlines()
-            if line.strip().startswith("- id:")]
 
 
 def test_committed_tables_are_recomputed_from_the_logs(tmp_path):
