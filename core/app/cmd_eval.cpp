@@ -52,6 +52,8 @@ int run_eval(const std::vector<std::string>& args) {
       "output length <= source length + this (default: eval.max_len_offset of the run)")(
       "average", po::value<int64_t>(),
       "average the last K checkpoints (default: eval.average_last; 0 = newest only)")(
+      "checkpoint", po::value<std::string>(),
+      "newest or best (ckpt/best.h5, the lowest dev loss; default: eval.checkpoint of the run)")(
       "group", po::value<std::string>(),
       "run-file group for the results (default: eval_<split>; also names hyp.<group>.txt)")(
       "threads", po::value<int>(), "BLAS threads (default: cluster.threads_per_rank)");
@@ -73,7 +75,7 @@ int run_eval(const std::vector<std::string>& args) {
   const int64_t average = settings.average;
   const BeamOptions& beam = settings.beam;
 
-  RunModel run = load_run_model(run_dir, average);
+  RunModel run = load_run_model(run_dir, average, settings.best);
   const SplitFiles& files = split == "dev" ? run.config.data.dev : run.config.data.test;
   CHECK(!files.src.empty() && !files.tgt.empty())
       << "the run's config names no data." << split << " files";
@@ -109,6 +111,7 @@ int run_eval(const std::vector<std::string>& args) {
     group.set_double("length_penalty", beam.alpha);
     group.set_int("max_len_offset", beam.max_len_offset);
     group.set_int("average_last", average);
+    group.set_string("checkpoint", settings.best ? "best" : "newest");
     group.set_string("checkpoints", joined(run.checkpoints));
     group.set_string("source", files.src);
     group.set_string("reference", files.tgt);
@@ -116,11 +119,12 @@ int run_eval(const std::vector<std::string>& args) {
     group.set_double("decode_seconds", seconds);
     file.flush();
   }
-  std::printf(
-      "%s %s (step %ld, %s, beam %ld, alpha %.2f): %zu sentences in %.1f s\n", run_dir.c_str(),
-      split.c_str(), static_cast<long>(run.step),
-      average >= 1 ? ("average of last " + std::to_string(average)).c_str() : "newest checkpoint",
-      static_cast<long>(beam.beam), beam.alpha, translation.hypotheses.size(), seconds);
+  std::printf("%s %s (step %ld, %s, beam %ld, alpha %.2f): %zu sentences in %.1f s\n",
+              run_dir.c_str(), split.c_str(), static_cast<long>(run.step),
+              settings.best  ? "best checkpoint"
+              : average >= 1 ? ("average of last " + std::to_string(average)).c_str()
+                             : "newest checkpoint",
+              static_cast<long>(beam.beam), beam.alpha, translation.hypotheses.size(), seconds);
   std::printf("%s\nsignature: %s\nppl %.4f (per piece, %ld target tokens)\n", bleu.format().c_str(),
               bleu_signature().c_str(), ppl, static_cast<long>(translation.target_tokens));
   std::printf("hypotheses: %s\nresults: %s/run.h5 /%s\n", hyp_path.c_str(), run_dir.c_str(),

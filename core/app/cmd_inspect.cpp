@@ -75,6 +75,17 @@ int run_inspect(const std::vector<std::string>& args) {
   const double last_step = run.train.rows > 0 ? run.train.column("step").back() : 0.0;
   std::printf("  steps            %.0f of %s\n", last_step,
               config_value(run, "train.steps").c_str());
+  const auto reason = run.summary_texts.find("stop_reason");
+  if (reason != run.summary_texts.end()) {
+    std::printf("  stopped by       %s", reason->second.c_str());
+    const auto epochs = run.summary_numbers.find("epochs");
+    if (epochs != run.summary_numbers.end()) std::printf(" after %.2f epochs", epochs->second);
+    const auto final_checkpoint = run.summary_texts.find("final_checkpoint");
+    if (final_checkpoint != run.summary_texts.end()) {
+      std::printf("; final evaluation on the %s parameters", final_checkpoint->second.c_str());
+    }
+    std::printf("\n");
+  }
   std::printf("metrics\n");
   print_metric(run.train, "loss", true);
   print_metric(run.eval, "ppl", true);
@@ -88,11 +99,14 @@ int run_inspect(const std::vector<std::string>& args) {
   }
   const io::CheckpointDir checkpoints((fs::path(dir) / "ckpt").string());
   const std::vector<int64_t> steps = checkpoints.steps();
-  std::printf("checkpoints (%zu)\n", steps.size());
+  const fs::path best = fs::path(dir) / "ckpt" / "best.h5";
+  const bool has_best = fs::exists(best);
+  std::printf("checkpoints (%zu)\n", steps.size() + (has_best ? 1 : 0));
   for (int64_t step : steps) {
     std::printf("  %s%s\n", checkpoints.path_for(step).c_str(),
                 checkpoints.is_kept(step) ? "  (kept)" : "");
   }
+  if (has_best) std::printf("  %s  (best dev loss)\n", best.string().c_str());
   return kExitOk;
 }
 

@@ -31,6 +31,15 @@ cluster::RunProgress read_run_file(const fs::path& path) {
     for (const auto& [key, value] : run.config) {
       if (key == "train.steps") progress.total = std::stoll(value);
     }
+    const auto reason = run.summary_texts.find("stop_reason");
+    // A resumed run still holds the reason of its earlier stop until it ends again.
+    if (reason != run.summary_texts.end() && run.status != io::RunStatus::running) {
+      progress.stop_reason = reason->second;
+    }
+    const auto final_ppl = run.summary_numbers.find("final_dev_ppl");
+    if (final_ppl != run.summary_numbers.end() && run.status == io::RunStatus::completed) {
+      progress.final_dev_ppl = final_ppl->second;
+    }
     if (run.train.rows > 0) progress.step = static_cast<int64_t>(run.train.column("step").back());
     if (run.eval.rows > 0) {
       for (size_t c = 0; c < run.eval.columns.size(); ++c) {
@@ -95,8 +104,8 @@ int run_status(const std::vector<std::string>& args) {
 
   size_t name_width = 4;
   for (const cluster::ManifestRun& run : runs) name_width = std::max(name_width, run.name.size());
-  std::printf("%-13s %-*s %-11s %13s %9s %9s%s\n", "id", static_cast<int>(name_width), "name",
-              "state", "step", "dev ppl", "accuracy", slurm ? "  slurm task" : "");
+  std::printf("%-13s %-*s %-11s %13s %-9s %9s %9s%s\n", "id", static_cast<int>(name_width), "name",
+              "state", "step", "stopped", "dev ppl", "accuracy", slurm ? "  slurm task" : "");
   std::map<std::string, int> counts;
   for (const cluster::ManifestRun& run : runs) {
     const cluster::RunProgress progress = read_run_progress((fs::path(dir) / run.id).string());
@@ -119,8 +128,10 @@ int run_status(const std::vector<std::string>& args) {
     std::string task = job_of_run.count(run.id) ? job_of_run[run.id] : "";
     if (!task.empty() && !state_in_slurm.empty()) task += " " + state_in_slurm;
     if (!task.empty()) task.insert(0, "  ");
-    std::printf("%-13s %-*s %-11s %13s %9s %9s%s\n", run.id.c_str(), static_cast<int>(name_width),
-                run.name.c_str(), state.c_str(), step.c_str(), ppl, accuracy, task.c_str());
+    const std::string stopped = progress.stop_reason.empty() ? "-" : progress.stop_reason;
+    std::printf("%-13s %-*s %-11s %13s %-9s %9s %9s%s\n", run.id.c_str(),
+                static_cast<int>(name_width), run.name.c_str(), state.c_str(), step.c_str(),
+                stopped.c_str(), ppl, accuracy, task.c_str());
   }
   std::string summary;
   for (const auto& [state, count] : counts) {

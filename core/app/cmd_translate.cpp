@@ -23,6 +23,8 @@ int run_translate(const std::vector<std::string>& args) {
       "output length <= source length + this (default: eval.max_len_offset of the run)")(
       "average", po::value<int64_t>(),
       "average the last K checkpoints (default: eval.average_last; 0 = newest only)")(
+      "checkpoint", po::value<std::string>(),
+      "newest or best (ckpt/best.h5, the lowest dev loss; default: eval.checkpoint of the run)")(
       "threads", po::value<int>(), "BLAS threads (default: cluster.threads_per_rank)");
   po::positional_options_description positional;
   positional.add("run", 1);
@@ -52,7 +54,7 @@ int run_translate(const std::vector<std::string>& args) {
     if (line.find_first_not_of(" \t\v\f") != std::string::npos) nonempty.push_back(lines.size());
     lines.push_back(line);
   }
-  RunModel run = load_run_model(run_dir, average);
+  RunModel run = load_run_model(run_dir, average, settings.best);
   std::vector<std::string> segments;
   segments.reserve(nonempty.size());
   for (size_t i : nonempty) segments.push_back(lines[i]);

@@ -9,8 +9,18 @@ namespace attnlab::cli {
 DecodingSettings decoding_settings(const boost::program_options::variables_map& values,
                                    const ExperimentConfig& stored) {
   DecodingSettings settings;
-  settings.average =
-      values.count("average") ? values["average"].as<int64_t>() : stored.eval.average_last;
+  const std::string checkpoint =
+      values.count("checkpoint") ? values["checkpoint"].as<std::string>() : stored.eval.checkpoint;
+  if (checkpoint != "newest" && checkpoint != "best") {
+    throw UsageError("--checkpoint must be newest or best, got '" + checkpoint + "'");
+  }
+  settings.best = checkpoint == "best";
+  if (settings.best && values.count("average")) {
+    throw UsageError("--average averages the newest checkpoints; it does not go with best");
+  }
+  settings.average = values.count("average") ? values["average"].as<int64_t>()
+                     : settings.best         ? 0
+                                             : stored.eval.average_last;
   if (settings.average < 0) throw UsageError("--average must be >= 0");
   BeamOptions& beam = settings.beam;
   beam = BeamOptions{stored.eval.beam, stored.eval.length_penalty, stored.eval.max_len_offset};

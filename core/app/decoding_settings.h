@@ -12,11 +12,13 @@ namespace attnlab::cli {
 
 struct DecodingSettings {
   int64_t average = 0;  // checkpoints averaged (0 = the newest only)
+  bool best = false;    // ckpt/best.h5 instead of the newest checkpoint
   BeamOptions beam;
 };
 
-// Reads the flags over `stored` (the run's config), throwing UsageError on a negative --average
-// or a --beam below 1, and sets the BLAS thread count (--threads, else cluster.threads_per_rank).
+// Reads the flags over `stored` (the run's config), throwing UsageError on a negative --average,
+// --average with --checkpoint best, an unknown --checkpoint or a --beam below 1, and sets the BLAS
+// thread count (--threads, else cluster.threads_per_rank).
 DecodingSettings decoding_settings(const boost::program_options::variables_map& values,
                                    const ExperimentConfig& stored);
 

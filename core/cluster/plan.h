@@ -18,6 +18,8 @@ struct RunProgress {
   int64_t total = 0;    // train.steps
   std::optional<double> dev_ppl;
   std::optional<double> dev_accuracy;
+  std::string stop_reason;              // steps | patience | epochs | preempted; "" while training
+  std::optional<double> final_dev_ppl;  // /summary of a completed run
 };
 
 // Slurm job states in three classes (the first word of squeue/scontrol/sacct's state).

@@ -50,10 +50,18 @@ struct LrConfig {
   double peak = 1e-3;             // constant: the rate; inverse_sqrt: the rate at the end of warmup
 };
 
+// When training ends before train.steps (fairseq's --patience, Marian's --early-stopping).
+struct StopConfig {
+  int64_t patience = 0;    // evaluations without a dev-loss improvement before stopping; 0 = off
+  double min_delta = 0.0;  // an improvement must lower the best dev loss by more than this
+};
+
 struct TrainConfig {
   int64_t batch_tokens = 25000;  // source + target tokens per global batch (approximate)
   int64_t accumulate = 1;        // gradient accumulation steps per update
-  int64_t steps = 100000;        // optimizer updates
+  int64_t steps = 100000;        // optimizer updates (an upper bound when stop rules are set)
+  int64_t max_epochs = 0;        // passes over the training data; 0 = no limit
+  StopConfig stop;
   OptimizerConfig optimizer;
   LrConfig lr;
   double label_smoothing = 0.1;     // eps_ls
@@ -65,10 +73,12 @@ struct TrainConfig {
 struct EvalConfig {
   int64_t every = 1000;  // steps between dev evaluations; 0 = only at the end
   int64_t beam = 4;
-  double length_penalty = 0.6;  // GNMT alpha
-  int64_t max_len_offset = 50;  // max output length = source length + offset
-  int64_t average_last = 0;     // checkpoints averaged for the final evaluation; 0 = none
+  double length_penalty = 0.6;        // GNMT alpha
+  int64_t max_len_offset = 50;        // max output length = source length + offset
+  int64_t average_last = 0;           // checkpoints averaged for the final evaluation; 0 = none
+  std::string checkpoint = "newest";  // newest | best: parameters of the final evaluation
   bool bleu_during_training = false;
+  bool final_bleu = false;  // dev BLEU at the final evaluation even without bleu_during_training
 };
 
 struct LogConfig {

@@ -92,6 +92,18 @@ std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
         concat("eval.average_last (", c.eval.average_last, ") must be <= train.keep_checkpoints (",
                c.train.keep_checkpoints, "): only kept checkpoints can be averaged")};
   }
+  if (c.eval.checkpoint == "best" && c.eval.average_last > 0) {
+    return RuleViolation{{"eval.checkpoint", "eval.average_last"},
+                         concat("eval.checkpoint best and eval.average_last (", c.eval.average_last,
+                                ") both choose the final parameters; set average_last to 0 or "
+                                "checkpoint to newest")};
+  }
+  if (c.train.stop.patience > 0 && c.eval.every == 0) {
+    return RuleViolation{{"train.stop.patience", "eval.every"},
+                         concat("train.stop.patience (", c.train.stop.patience,
+                                ") counts dev evaluations, but eval.every is 0 (only one at the "
+                                "end); set eval.every")};
+  }
   return std::nullopt;
 }
 

@@ -36,29 +36,46 @@ io::CheckpointDir checkpoint_dir(const std::string& run_dir) {
   return io::CheckpointDir(run_dir + "/ckpt");
 }
 
-}  // namespace
-
-std::string save_checkpoint(const std::string& run_dir, Trainer& trainer, int64_t keep) {
-  const io::CheckpointDir dir = checkpoint_dir(run_dir);
-  dir.create();
+void write_checkpoint(const std::string& path, Trainer& trainer) {
   io::CheckpointState state;
   state.step = trainer.step();
   state.architecture = architecture(trainer.model().config());
   state.config_yaml = config::dump_yaml(trainer.config(), false);
-  state.scalars = {{"tokens", static_cast<double>(trainer.tokens_seen())}};
+  const StopState& stopping = trainer.stopping().state();
+  state.scalars = {{"tokens", static_cast<double>(trainer.tokens_seen())},
+                   {"stop.best_loss", stopping.best_loss},
+                   {"stop.best_step", static_cast<double>(stopping.best_step)},
+                   {"stop.evals_since_best", static_cast<double>(stopping.evals_since_best)}};
   const DataPosition position = trainer.data().position();
   state.data_position = {{"epoch", position.epoch}, {"offset", position.offset}};
   const ParamTable& table = trainer.model().table();
   using Views = io::ConstTensors;
   using View = TensorView<const float>;
-  std::string path = dir.path_for(trainer.step());
   io::save_checkpoint(
       path, state,
       {{io::kParamsGroup, named<View>(table, trainer.model().params().data())},
        {io::kAdamMGroup, Views(named<View>(table, trainer.optimizer().m().data()))},
        {io::kAdamVGroup, Views(named<View>(table, trainer.optimizer().v().data()))}});
+}
+
+}  // namespace
+
+std::string save_checkpoint(const std::string& run_dir, Trainer& trainer, int64_t keep) {
+  const io::CheckpointDir dir = checkpoint_dir(run_dir);
+  dir.create();
+  std::string path = dir.path_for(trainer.step());
+  write_checkpoint(path, trainer);
   dir.prune(std::max<int64_t>(keep, 1));
   return path;
+}
+
+std::string best_checkpoint_path(const std::string& run_dir) {
+  return checkpoint_dir(run_dir).dir() + "/best.h5";
+}
+
+void save_best_checkpoint(const std::string& run_dir, Trainer& trainer) {
+  checkpoint_dir(run_dir).create();
+  write_checkpoint(best_checkpoint_path(run_dir), trainer);
 }
 
 std::string newest_valid_checkpoint(const std::string& run_dir, std::string* warning) {
@@ -96,6 +113,17 @@ CheckpointState load_checkpoint(const std::string& path, Trainer& trainer) {
     return 0;
   };
   state.tokens = static_cast<int64_t>(scalar("tokens"));
+  // Absent from checkpoints written before stop rules existed: then nothing was observed yet.
+  auto optional_scalar = [&](const std::string& name, double fallback) -> double {
+    for (const auto& [key, value] : checkpoint.state().scalars) {
+      if (key == name) return value;
+    }
+    return fallback;
+  };
+  state.stopping.best_loss = optional_scalar("stop.best_loss", state.stopping.best_loss);
+  state.stopping.best_step = static_cast<int64_t>(optional_scalar("stop.best_step", 0.0));
+  state.stopping.evals_since_best =
+      static_cast<int64_t>(optional_scalar("stop.evals_since_best", 0.0));
   state.position = {position("epoch"), position("offset")};
   return state;
 }

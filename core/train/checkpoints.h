@@ -14,10 +14,15 @@ struct CheckpointState {
   int64_t step = 0;
   int64_t tokens = 0;
   DataPosition position;
+  StopState stopping;  // defaults for checkpoints written before stop rules existed
 };
 
 // Writes <run_dir>/ckpt/step_<step>.h5 and keeps the newest `keep` (plus any marked kept).
 std::string save_checkpoint(const std::string& run_dir, Trainer& trainer, int64_t keep);
+// Writes <run_dir>/ckpt/best.h5 (the parameters of the lowest dev loss so far), never pruned.
+void save_best_checkpoint(const std::string& run_dir, Trainer& trainer);
+// <run_dir>/ckpt/best.h5
+std::string best_checkpoint_path(const std::string& run_dir);
 // The newest checkpoint of run_dir that opens and holds every tensor; "" if none. A newest file
 // that is corrupt is skipped and reported in *warning.
 std::string newest_valid_checkpoint(const std::string& run_dir, std::string* warning);

@@ -16,6 +16,7 @@
 #include "core/io/checkpoint_dir.h"
 #include "core/io/h5.h"
 #include "core/io/run_log.h"
+#include "core/train/checkpoints.h"
 #include "core/util/check.h"
 
 namespace attnlab {
@@ -169,6 +170,12 @@ DataPosition CorpusSource::position() const {
   return {p.epoch, p.batch};
 }
 
+double CorpusSource::epochs() const {
+  const BatchPosition p = batcher_.position();
+  return static_cast<double>(p.epoch) +
+         static_cast<double>(p.batch) / static_cast<double>(batcher_.batches_per_epoch());
+}
+
 void CorpusSource::seek(const DataPosition& position) {
   batcher_.seek({position.epoch, position.offset});
 }
@@ -218,7 +225,7 @@ ExperimentConfig load_run_config(const std::string& run_dir) {
   }
 }
 
-RunModel load_run_model(const std::string& run_dir, int64_t average) {
+RunModel load_run_model(const std::string& run_dir, int64_t average, bool best) {
   ExperimentConfig config = load_run_config(run_dir);
   CHECK(config.data.task == "corpus") << run_dir << " trained data.task '" << config.data.task
                                       << "': translation needs a corpus run (data.task corpus)";
@@ -236,7 +243,15 @@ RunModel load_run_model(const std::string& run_dir, int64_t average) {
         << " pieces but tokenizer " << tokenizer.model_path() << " has " << tokenizer.vocab_size();
   };
   std::vector<std::string> paths;
-  if (average >= 1) {
+  CHECK(!(best && average >= 1)) << "choose either the best checkpoint or an average, not both";
+  if (best) {
+    const std::string path = best_checkpoint_path(run_dir);
+    CHECK(fs::exists(path)) << run_dir << " has no best checkpoint (" << path
+                            << "): it is written at the first dev evaluation";
+    check_vocabulary(path);
+    read_checkpoint_params(path, model->table(), model->params().data());
+    paths.push_back(path);
+  } else if (average >= 1) {
     paths = last_checkpoints(run_dir, average);
     for (const std::string& path : paths) check_vocabulary(path);
     average_checkpoints(paths, model->table(), model->params().data());

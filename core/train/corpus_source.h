@@ -59,6 +59,7 @@ class CorpusSource final : public DataSource {
   // DataPosition {epoch, offset} is the batcher's {epoch, batch}: offset counts global batches
   // served in the epoch.
   DataPosition position() const override;
+  double epochs() const override;
   void seek(const DataPosition& position) override;
   const std::vector<Batch>& dev_batches() const override { return dev_.batches; }
   const std::vector<std::vector<std::vector<int32_t>>>& dev_references() const override {
@@ -93,8 +94,9 @@ std::unique_ptr<DataSource> make_corpus_source(const ExperimentConfig& config);
 // resolved YAML stored in <run_dir>/run.h5 (root attribute config_yaml).
 ExperimentConfig load_run_config(const std::string& run_dir);
 
-// A run's model with the parameters of its newest intact checkpoint, or the elementwise mean of
-// its last `average` checkpoints (average >= 1), and the run's tokenizer.
+// A run's model with the parameters of its newest intact checkpoint, the elementwise mean of its
+// last `average` checkpoints (average >= 1), or its best checkpoint (ckpt/best.h5, `best`), and
+// the run's tokenizer.
 struct RunModel {
   ExperimentConfig config;
   Tokenizer tokenizer;
@@ -104,7 +106,7 @@ struct RunModel {
 };
 // Errors name the file: no checkpoint, a tokenizer whose vocabulary differs from the model's or
 // from the checkpoint's embedding rows, tensors of other shapes.
-RunModel load_run_model(const std::string& run_dir, int64_t average);
+RunModel load_run_model(const std::string& run_dir, int64_t average, bool best);
 
 // What decoding a set gives: one hypothesis per line of the set (file order), and the summed
 // negative log-likelihood of the references (when the set has them).

@@ -47,6 +47,10 @@ class SyntheticSource final : public DataSource {
   void seek(const DataPosition& position) override {
     batcher_.seek(position.epoch, position.offset);
   }
+  double epochs() const override {
+    return static_cast<double>(batcher_.epoch()) +
+           static_cast<double>(batcher_.offset()) / static_cast<double>(split_.train.size());
+  }
   const std::vector<Batch>& dev_batches() const override { return dev_; }
   const std::vector<std::vector<std::vector<int32_t>>>& dev_references() const override {
     return references_;

@@ -24,6 +24,9 @@ class DataSource {
   virtual Batch next_batch() = 0;  // the next global batch
   virtual DataPosition position() const = 0;
   virtual void seek(const DataPosition& position) = 0;
+  // Passes over the training data so far, with the fraction of the current one (1.0 right after
+  // the last batch of the first epoch).
+  virtual double epochs() const = 0;
   // The dev set in batches of about batch_tokens, in a fixed order.
   virtual const std::vector<Batch>& dev_batches() const = 0;
   // Reference target ids (no bos/eos) of dev sentence i of dev batch b, for accuracy.

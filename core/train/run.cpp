@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "core/config/config.h"
+#include "core/decode/average.h"
 #include "core/decode/greedy.h"
 #include "core/io/run_log.h"
 #include "core/model/param_count.h"
@@ -151,6 +152,43 @@ void write_attention_probes(Trainer& trainer, io::RunLog& log) {
   write_probe(model, data, log, "probe_0", probe);
 }
 
+// The parameters the final evaluation scores (eval.checkpoint, eval.average_last): rank 0 reads
+// them into the model and every rank receives them; returns what was loaded, for the summary.
+// With eval.checkpoint newest and no averaging the model keeps its trained parameters.
+struct FinalParameters {
+  std::string description;  // "newest (step 800)", "best (step 600)", "average of steps ..."
+  int64_t step = 0;         // the step of the parameters (the newest one when averaged)
+};
+
+FinalParameters load_final_parameters(Trainer& trainer, const std::string& dir, bool lead) {
+  const EvalConfig& eval = trainer.config().eval;
+  Transformer<float>& model = trainer.model();
+  FinalParameters chosen{"newest (step " + std::to_string(trainer.step()) + ")", trainer.step()};
+  const int64_t best_step = trainer.stopping().state().best_step;
+  if (eval.checkpoint == "best" && best_step > 0 && best_step != trainer.step()) {
+    if (lead)
+      read_checkpoint_params(best_checkpoint_path(dir), model.table(), model.params().data());
+    chosen = {"best (step " + std::to_string(best_step) + ")", best_step};
+  } else if (eval.checkpoint == "best") {
+    chosen.description = "best (step " + std::to_string(trainer.step()) + ", the newest)";
+  } else if (eval.average_last >= 1) {
+    std::string steps;
+    if (lead) {
+      const std::vector<std::string> paths = last_checkpoints(dir, eval.average_last);
+      average_checkpoints(paths, model.table(), model.params().data());
+      for (const std::string& path : paths) {
+        steps += (steps.empty() ? "" : ", ") + std::to_string(checkpoint_step(path));
+      }
+    }
+    chosen.description =
+        "average of " + std::to_string(eval.average_last) + " (steps " + steps + ")";
+  } else {
+    return chosen;
+  }
+  trainer.broadcast_parameters();
+  return chosen;
+}
+
 void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last, double seconds) {
   const ModelConfig& c = trainer.model().config();
   int64_t total = 0;
@@ -162,6 +200,13 @@ void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last, doubl
   log.set_summary("steps", static_cast<double>(trainer.step()));
   log.set_summary("train_tokens", static_cast<double>(trainer.tokens_seen()));
   log.set_summary("train_seconds", seconds);
+  log.set_summary("stop_reason", to_string(trainer.stop_reason()));
+  log.set_summary("epochs", trainer.data().epochs());
+  const StopState& stopping = trainer.stopping().state();
+  if (stopping.best_step > 0) {
+    log.set_summary("best_step", static_cast<double>(stopping.best_step));
+    log.set_summary("best_dev_loss", stopping.best_loss);
+  }
   log.set_summary("final_dev_loss", last.loss);
   log.set_summary("final_dev_nll", last.nll);
   log.set_summary("final_dev_ppl", last.ppl);
@@ -244,6 +289,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   if (!checkpoint_path.empty()) {
     const CheckpointState state = load_checkpoint(checkpoint_path, trainer);
     trainer.restore(state.step, state.tokens, state.position);
+    trainer.stopping().restore(state.stopping);
     if (lead) {
       log = std::make_unique<io::RunLog>(io::RunLog::resume(dir + "/run.h5", state.step));
       std::fprintf(stderr, "attnlab: resuming %s from step %ld\n", dir.c_str(),
@@ -280,6 +326,9 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     if (!lead) return;
     log->append_eval(eval_row(row));
     if (!request.quiet) progress.on_eval(row);
+  };
+  callbacks.on_best = [&](int64_t) {
+    if (lead) save_best_checkpoint(dir, trainer);
   };
   callbacks.on_checkpoint = [&](int64_t step) {
     if (lead) save_checkpoint(dir, trainer, config.train.keep_checkpoints);
@@ -328,21 +377,47 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   progress.finish();
   if (outcome == TrainOutcome::kPreempted) {
     if (lead) {
+      log->set_summary("stop_reason", to_string(StopReason::kPreempted));
       log->set_status(io::RunStatus::preempted);
       std::fprintf(stderr, "attnlab: stopped at step %ld after a checkpoint; rerun to resume\n",
                    static_cast<long>(trainer.step()));
     }
     return kExitPreempted;
   }
+  if (lead && !request.quiet && trainer.stop_reason() != StopReason::kSteps) {
+    const StopState& stopping = trainer.stopping().state();
+    std::fprintf(
+        stderr,
+        "attnlab: stopped by %s at step %ld (%.2f epochs); best dev loss %.4f at step %ld\n",
+        to_string(trainer.stop_reason()), static_cast<long>(trainer.step()),
+        trainer.data().epochs(), stopping.best_loss, static_cast<long>(stopping.best_step));
+  }
+  // The final evaluation, on the parameters eval.checkpoint / eval.average_last choose. The
+  // evaluation of the last step is reused when it scored those very parameters; a run resumed
+  // from its final checkpoint has none and evaluates again.
+  const FinalParameters final_parameters = load_final_parameters(trainer, dir, lead);
+  const EvalConfig& eval_config = config.eval;
+  const bool final_bleu = eval_config.final_bleu || eval_config.bleu_during_training;
+  EvalRow final_eval = last_eval;
+  if (final_parameters.step != trainer.step() || last_eval.step != trainer.step() ||
+      final_parameters.description.rfind("average", 0) == 0 ||
+      (final_bleu && last_eval.bleu < 0 && trainer.data().has_text())) {
+    final_eval = trainer.evaluate(true, final_bleu);
+    final_eval.step = final_parameters.step;
+  }
   if (lead) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    write_summary(trainer, *log, last_eval, seconds);
+    write_summary(trainer, *log, final_eval, seconds);
+    log->set_summary("final_checkpoint", final_parameters.description);
     write_attention_probes(trainer, *log);
     log->set_status(io::RunStatus::completed);
-    std::printf("run %s completed: dev ppl %.4f", dir.c_str(), last_eval.ppl);
-    if (last_eval.accuracy >= 0)
-      std::printf(", exact-match accuracy %.2f%%", 100.0 * last_eval.accuracy);
+    std::printf("run %s completed (%s): dev ppl %.4f from the %s parameters", dir.c_str(),
+                to_string(trainer.stop_reason()), final_eval.ppl,
+                final_parameters.description.c_str());
+    if (final_eval.accuracy >= 0)
+      std::printf(", exact-match accuracy %.2f%%", 100.0 * final_eval.accuracy);
+    if (final_eval.bleu >= 0) std::printf(", dev BLEU %.2f", final_eval.bleu);
     std::printf("\nlog: %s/run.h5\n", dir.c_str());
   }
   return 0;

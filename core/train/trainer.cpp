@@ -39,7 +39,8 @@ Trainer::Trainer(const ExperimentConfig& config, std::unique_ptr<DataSource> dat
       comm_(comm),
       model_(config.model, config.seed),
       adam_(model_.table().size(), adam_options(config.train.optimizer)),
-      schedule_(schedule_from(config)) {
+      schedule_(schedule_from(config)),
+      stopping_(config.train) {
   CHECK(config.train.accumulate >= 1)
       << "train.accumulate must be >= 1, got " << config.train.accumulate;
   broadcast_parameters();
@@ -105,6 +106,17 @@ TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   auto last = start;
+  stop_reason_ = StopReason::kSteps;
+  // A run resumed from the checkpoint a stop rule ended it at has nothing left to train.
+  if (step_ > 0 && stopping_.patience_exhausted()) {
+    stop_reason_ = StopReason::kPatience;
+    return TrainOutcome::kCompleted;
+  }
+  if (step_ > 0 && step_ < config_.train.steps &&
+      stopping_.epochs_done(static_cast<int64_t>(data_->epochs()))) {
+    stop_reason_ = StopReason::kEpochs;
+    return TrainOutcome::kCompleted;
+  }
   while (step_ < config_.train.steps) {
     TrainRow row;
     const int64_t tokens_before = tokens_;
@@ -116,31 +128,46 @@ TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
     row.tokens_per_sec =
         step_seconds > 0 ? static_cast<double>(tokens_ - tokens_before) / step_seconds : 0.0;
     if (callbacks.on_step) callbacks.on_step(row);
-    const bool last_step = step_ == config_.train.steps;
-    if ((config_.eval.every > 0 && step_ % config_.eval.every == 0) || last_step) {
-      EvalRow eval = evaluate(true);
+    // Every rank reaches the same decisions: the step count, the data position and the dev loss
+    // (reduced over ranks) are the same on all of them.
+    bool finished = step_ == config_.train.steps;
+    if (!finished && stopping_.epochs_done(static_cast<int64_t>(data_->epochs()))) {
+      finished = true;
+      stop_reason_ = StopReason::kEpochs;
+    }
+    if ((config_.eval.every > 0 && step_ % config_.eval.every == 0) || finished) {
+      EvalRow eval = evaluate(true, config_.eval.bleu_during_training);
       if (callbacks.on_eval) callbacks.on_eval(eval);
+      if (stopping_.observe(step_, eval.loss) && callbacks.on_best) callbacks.on_best(step_);
+      if (!finished && stopping_.patience_exhausted()) {
+        finished = true;
+        stop_reason_ = StopReason::kPatience;
+      }
     }
     // Every rank must agree to stop, or one would wait in the next allreduce forever.
     int64_t stop = stop_requested().load() ? 1 : 0;
     comm_.allreduce_sum(&stop, 1);
     const bool checkpoint_due =
         config_.train.checkpoint_every > 0 && step_ % config_.train.checkpoint_every == 0;
-    if ((checkpoint_due || last_step || stop > 0) && callbacks.on_checkpoint) {
+    if ((checkpoint_due || finished || stop > 0) && callbacks.on_checkpoint) {
       callbacks.on_checkpoint(step_);
     }
-    if (stop > 0 && !last_step) return TrainOutcome::kPreempted;
+    if (finished) return TrainOutcome::kCompleted;
+    if (stop > 0) {
+      stop_reason_ = StopReason::kPreempted;
+      return TrainOutcome::kPreempted;
+    }
   }
   return TrainOutcome::kCompleted;
 }
 
-EvalRow Trainer::evaluate(bool with_accuracy) {
+EvalRow Trainer::evaluate(bool with_accuracy, bool with_bleu_requested) {
   const int rank = comm_.rank(), world = comm_.size();
   const auto& batches = data_->dev_batches();
   const auto& references = data_->dev_references();
   // Dev batches are sharded round-robin over ranks and the sums reduced.
   double sums[5] = {0.0, 0.0, 0.0, 0.0, 0.0};  // loss, nll, tokens, correct, sentences
-  const bool with_bleu = config_.eval.bleu_during_training && data_->has_text();
+  const bool with_bleu = with_bleu_requested && data_->has_text();
   BleuStats bleu;
   for (size_t b = static_cast<size_t>(rank); b < batches.size(); b += static_cast<size_t>(world)) {
     const ops::LossSums s =

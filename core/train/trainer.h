@@ -15,6 +15,7 @@
 #include "core/optim/adam.h"
 #include "core/optim/lr_schedule.h"
 #include "core/train/data_source.h"
+#include "core/train/stopping.h"
 
 namespace attnlab {
 
@@ -43,6 +44,7 @@ enum class TrainOutcome { kCompleted, kPreempted };
 struct TrainerCallbacks {
   std::function<void(const TrainRow&)> on_step;     // every step
   std::function<void(const EvalRow&)> on_eval;      // every evaluation
+  std::function<void(int64_t step)> on_best;        // after an evaluation that is the new best
   std::function<void(int64_t step)> on_checkpoint;  // every train.checkpoint_every steps
   // At step 1 (gradients at the initial parameters) and every log.diagnostics_every steps, with
   // the step's final gradients (summed over ranks, divided by tokens, before clipping) in
@@ -54,10 +56,13 @@ class Trainer {
  public:
   Trainer(const ExperimentConfig& config, std::unique_ptr<DataSource> data, dist::Comm& comm);
 
-  // Trains from the current step to config.train.steps, or until stop_requested() is set on any
-  // rank (then returns kPreempted after the step in flight).
+  // Trains from the current step to config.train.steps, or until a stop rule ends the run
+  // (train.stop.patience, train.max_epochs: kCompleted with stop_reason() saying which), or until
+  // stop_requested() is set on any rank (then returns kPreempted after the step in flight).
   TrainOutcome run(const TrainerCallbacks& callbacks);
-  EvalRow evaluate(bool with_accuracy);
+  // Dev loss and perplexity; exact-match accuracy of greedy decoding (synthetic tasks) and
+  // beam-search BLEU (text) when asked.
+  EvalRow evaluate(bool with_accuracy, bool with_bleu);
 
   const ExperimentConfig& config() const { return config_; }
   Transformer<float>& model() { return model_; }
@@ -65,6 +70,8 @@ class Trainer {
   DataSource& data() { return *data_; }
   int64_t step() const { return step_; }
   int64_t tokens_seen() const { return tokens_; }
+  StopReason stop_reason() const { return stop_reason_; }
+  StoppingRule& stopping() { return stopping_; }
   // Restores the counters of a checkpoint (parameters and moments are restored by the caller
   // through model() and optimizer()); then parameters are broadcast from rank 0.
   void restore(int64_t step, int64_t tokens, const DataPosition& position);
@@ -82,6 +89,8 @@ class Trainer {
   Transformer<float> model_;
   Adam adam_;
   LrSchedule schedule_;
+  StoppingRule stopping_;
+  StopReason stop_reason_ = StopReason::kSteps;
   int64_t step_ = 0;
   int64_t tokens_ = 0;
 };

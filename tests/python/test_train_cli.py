@@ -161,3 +161,110 @@ def test_a_typo_in_the_yaml_is_a_usage_error_naming_file_and_line(attnlab, tmp_p
     assert result.returncode == 2
     assert "bad.yaml:3" in result.stderr and "heads" in result.stderr
     assert not (tmp_path / "x").exists()
+
+
+# Stop rules: patience on the dev loss, the epoch limit, the best checkpoint.
+STOP = ["--set", "eval.every=10", "--set", "train.stop.patience=2",
+        "--set", "train.stop.min_delta=0.05", "--set", "train.checkpoint_every=10",
+        "--set", "eval.checkpoint=best", "--set", "model.dropout=0.1"]
+
+
+def summary(path):
+    with h5py.File(path, "r") as f:
+        return {name: (value.decode() if isinstance(value, bytes) else value)
+                for name, value in f["summary"].attrs.items()}
+
+
+def expected_patience_stop(steps, losses, patience, min_delta):
+    """The stop step and best step a patience rule gives on a dev-loss series (plain Python)."""
+    best, best_step, since = float("inf"), 0, 0
+    for step, loss in zip(steps, losses):
+        if loss < best - min_delta:
+            best, best_step, since = loss, step, 0
+        else:
+            since += 1
+            if since >= patience:
+                return step, best_step
+    return None, best_step
+
+
+def test_patience_stops_at_the_step_the_dev_losses_say_and_keeps_the_best(attnlab, tmp_path):
+    out = tmp_path / "run"
+    result = train(attnlab, out, *STOP, steps=2000)
+    assert "completed (patience)" in result.stdout
+    steps = series(out / "run.h5", "eval", "step")
+    losses = series(out / "run.h5", "eval", "loss")
+    stop_step, best_step = expected_patience_stop(steps, losses, 2, 0.05)
+    assert stop_step is not None and stop_step < 2000
+    assert int(steps[-1]) == stop_step
+    s = summary(out / "run.h5")
+    assert s["stop_reason"] == "patience"
+    assert s["steps"] == stop_step
+    assert s["best_step"] == best_step
+    assert s["final_checkpoint"] == f"best (step {best_step})"
+    # The final evaluation scored the best parameters: its loss is the best evaluation's.
+    assert s["final_dev_loss"] == pytest.approx(losses[list(steps).index(best_step)], rel=1e-9)
+    with h5py.File(out / "ckpt" / "best.h5", "r") as f:
+        assert int(f.attrs["step"]) == best_step
+    inspect = run_attnlab(attnlab, "inspect", out).stdout
+    assert "stopped by       patience" in inspect and "best.h5  (best dev loss)" in inspect
+
+
+def test_a_run_resumed_under_patience_stops_where_an_uninterrupted_one_does(attnlab, tmp_path):
+    straight = tmp_path / "straight"
+    train(attnlab, straight, *STOP, steps=2000)
+    stop_step = int(series(straight / "run.h5", "eval", "step")[-1])
+    interrupted = tmp_path / "interrupted"
+    command = [str(attnlab), "train", "-c", str(TASK), *TINY, "--set", "train.steps=2000", *STOP,
+               "--out", str(interrupted)]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                               env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                                    "PATH": "/usr/bin:/bin"})
+    # Stop once the run is past its first evaluations but before patience ends it.
+    for line in process.stderr:
+        if line.startswith("eval step ") and int(line.split()[2].rstrip(":")) >= stop_step // 2:
+            process.send_signal(signal.SIGTERM)
+            break
+    process.communicate(timeout=300)
+    assert process.returncode == 3
+    assert summary(interrupted / "run.h5")["stop_reason"] == "preempted"
+    resumed = train(attnlab, interrupted, *STOP, steps=2000)
+    assert "resuming" in resumed.stderr
+    for group, column in (("eval", "step"), ("eval", "loss"), ("train", "loss")):
+        np.testing.assert_array_equal(series(straight / "run.h5", group, column),
+                                      series(interrupted / "run.h5", group, column))
+    a, b = summary(straight / "run.h5"), summary(interrupted / "run.h5")
+    for key in ("stop_reason", "steps", "best_step", "best_dev_loss", "final_dev_loss"):
+        assert a[key] == b[key], key
+    with h5py.File(straight / "ckpt/best.h5", "r") as fa, \
+            h5py.File(interrupted / "ckpt/best.h5", "r") as fb:
+        for name in fa["params"]:
+            np.testing.assert_array_equal(fa["params"][name][...], fb["params"][name][...])
+    # Run again from the final checkpoint (as after a kill before the status was written): it
+    # trains no further step.
+    with h5py.File(interrupted / "run.h5", "r+") as f:
+        f.attrs["status"] = "preempted"
+    again = train(attnlab, interrupted, *STOP, steps=2000)
+    assert f"completed (patience)" in again.stdout
+    assert int(series(interrupted / "run.h5", "train", "step")[-1]) == stop_step
+
+
+def test_max_epochs_stops_after_that_many_passes(attnlab, tmp_path):
+    out = tmp_path / "run"
+    # 2,000 training examples in batches of ~400 tokens: an epoch is some tens of steps.
+    result = train(attnlab, out, "--set", "train.max_epochs=2", steps=5000)
+    assert "completed (epochs)" in result.stdout
+    s = summary(out / "run.h5")
+    assert s["stop_reason"] == "epochs"
+    assert s["epochs"] == pytest.approx(2.0, abs=0.05)
+    assert s["steps"] < 5000
+    one = tmp_path / "one"
+    train(attnlab, one, "--set", "train.max_epochs=1", steps=5000)
+    assert summary(one / "run.h5")["steps"] == pytest.approx(s["steps"] / 2, abs=2)
+
+
+def test_patience_without_evaluations_is_a_config_error(attnlab, tmp_path):
+    result = train(attnlab, tmp_path / "run", "--set", "train.stop.patience=3",
+                   "--set", "eval.every=0", check=False)
+    assert result.returncode == 2
+    assert "train.stop.patience" in result.stderr and "eval.every" in result.stderr

@@ -225,3 +225,35 @@ def test_attention_probes_need_a_text_corpus(attnlab, tmp_path):
     assert result.returncode == 2
     assert "log.attention_probes" in result.stderr and "data.task corpus" in result.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_final_bleu_and_the_best_checkpoint_on_a_corpus_run(attnlab, tmp_path):
+    """eval.final_bleu scores dev BLEU once, on the final parameters (here the best checkpoint's),
+    without BLEU at the intermediate evaluations; `attnlab eval` then uses ckpt/best.h5 by
+    default (eval.checkpoint best), and --checkpoint newest the newest step."""
+    work = make_workdir(tmp_path / "w", steps=30)
+    attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "run",
+               "--set", "eval.bleu_during_training=false", "--set", "eval.final_bleu=true",
+               "--set", "eval.checkpoint=best")
+    with h5py.File(work / "run" / "run.h5", "r") as f:
+        assert "bleu" not in f["eval"], "no BLEU at the intermediate evaluations"
+        summary = f["summary"].attrs
+        assert 0.0 <= summary["final_dev_bleu"] <= 100.0
+        best_step = int(summary["best_step"])
+        losses = dict(zip(f["eval"]["step"][...], f["eval"]["loss"][...]))
+        assert best_step == min(losses, key=losses.get)
+        assert summary["final_dev_loss"] == pytest.approx(losses[best_step], rel=1e-9)
+    best = attnlab_in(attnlab, work, "eval", "run", "--split", "dev", "--group", "eval_best")
+    newest = attnlab_in(attnlab, work, "eval", "run", "--split", "dev", "--checkpoint", "newest",
+                        "--group", "eval_newest")
+    assert "best checkpoint" in best.stdout and "newest checkpoint" in newest.stdout
+    with h5py.File(work / "run" / "run.h5", "r") as f:
+        assert f["eval_best"].attrs["checkpoints"].endswith("ckpt/best.h5")
+        assert f["eval_newest"].attrs["step"] == 30
+        # Greedy/beam decoding of the best parameters gives the BLEU the summary recorded
+        # (the training evaluation decodes the same dev set with the same beam).
+        assert f["eval_best"].attrs["bleu"] == pytest.approx(f["summary"].attrs["final_dev_bleu"],
+                                                            abs=1e-6)
+    conflict = attnlab_in(attnlab, work, "eval", "run", "--checkpoint", "best", "--average", "2",
+                          check=False)
+    assert conflict.returncode == 2 and "--average" in conflict.stderr

@@ -45,7 +45,7 @@ TEST(ReverseTask, ReachesNinetyEightPercentExactAccuracyOnHeldOutSequences) {
   omp_set_num_threads(1);
   dist::LocalComm comm;
   Trainer trainer(config, make_synthetic_source(config), comm);
-  const EvalRow before = trainer.evaluate(true);
+  const EvalRow before = trainer.evaluate(true, false);
   EvalRow last;
   TrainerCallbacks callbacks;
   callbacks.on_eval = [&](const EvalRow& row) { last = row; };

@@ -1,0 +1,70 @@
+// StoppingRule against hand-worked sequences of dev losses: what counts as an improvement, when
+// patience runs out, and when the epoch limit is reached.
+#include "core/train/stopping.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace attnlab {
+namespace {
+
+TrainConfig with_patience(int64_t patience, double min_delta) {
+  TrainConfig train;
+  train.stop.patience = patience;
+  train.stop.min_delta = min_delta;
+  return train;
+}
+
+TEST(StoppingRule, PatienceCountsEvaluationsSinceTheBestByMoreThanMinDelta) {
+  StoppingRule rule(with_patience(2, 0.05));
+  EXPECT_TRUE(rule.observe(100, 3.00));   // the first evaluation is the best so far
+  EXPECT_TRUE(rule.observe(200, 2.90));   // 0.10 lower: an improvement
+  EXPECT_FALSE(rule.observe(300, 2.86));  // 0.04 lower: within min_delta, not an improvement
+  EXPECT_FALSE(rule.patience_exhausted());
+  EXPECT_TRUE(rule.observe(400, 2.84));  // 0.06 below the best (2.90): an improvement again
+  EXPECT_EQ(rule.state().best_step, 400);
+  EXPECT_DOUBLE_EQ(rule.state().best_loss, 2.84);
+  EXPECT_FALSE(rule.observe(500, 2.85));
+  EXPECT_FALSE(rule.patience_exhausted());
+  EXPECT_FALSE(rule.observe(600, 2.80));  // 0.04 below 2.84: still no
+  EXPECT_TRUE(rule.patience_exhausted());
+  EXPECT_EQ(rule.state().evals_since_best, 2);
+}
+
+TEST(StoppingRule, NanNeverImprovesAndPatienceZeroNeverStops) {
+  StoppingRule rule(with_patience(1, 0.0));
+  EXPECT_FALSE(rule.observe(10, std::numeric_limits<double>::quiet_NaN()));
+  EXPECT_TRUE(rule.patience_exhausted());
+  StoppingRule off(with_patience(0, 0.0));
+  for (int step = 1; step <= 50; ++step) off.observe(step, 5.0);
+  EXPECT_EQ(off.state().evals_since_best, 49);
+  EXPECT_FALSE(off.patience_exhausted());
+}
+
+TEST(StoppingRule, RestoredStateContinuesWhereItWas) {
+  StoppingRule first(with_patience(3, 0.0));
+  first.observe(1, 2.0);
+  first.observe(2, 2.5);
+  StoppingRule second(with_patience(3, 0.0));
+  second.restore(first.state());
+  for (StoppingRule* rule : {&first, &second}) {
+    EXPECT_FALSE(rule->observe(3, 2.1));
+    EXPECT_FALSE(rule->patience_exhausted());
+    EXPECT_FALSE(rule->observe(4, 2.0));  // equal to the best is no improvement
+    EXPECT_TRUE(rule->patience_exhausted());
+  }
+}
+
+TEST(StoppingRule, EpochLimit) {
+  TrainConfig train;
+  EXPECT_FALSE(StoppingRule(train).epochs_done(1000));  // 0 = no limit
+  train.max_epochs = 3;
+  StoppingRule rule(train);
+  EXPECT_FALSE(rule.epochs_done(2));
+  EXPECT_TRUE(rule.epochs_done(3));
+}
+
+}  // namespace
+}  // namespace attnlab
