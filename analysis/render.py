@@ -64,6 +64,11 @@ def columns(table):
             return str(r["completed"])
         return f"{r['completed']} of {r['runs']} †"
     out.append(("n", seeds))
+
+    def converged(r):
+        text = f"{r['converged']}/{r['completed']}"
+        return text if r["converged"] == r["completed"] else text + " ‡"
+    out.append(("conv.", converged))
     out.append(("params", lambda r: count(r["params"])))
     if any(_finite(r["paper_params_millions"]) for r in table.records):
         out.append(("paper params (M)", lambda r: significant(r["paper_params_millions"])))
@@ -107,6 +112,11 @@ def markdown(table):
         lines.append("")
         lines.append("† rows with runs that are not completed (listed below); their means use "
                      "the completed runs only.")
+    if any(r["converged"] < r["completed"] for r in table.records):
+        lines.append("")
+        lines.append("‡ rows with runs whose dev loss had not reached a plateau (see the "
+                     "convergence rule below and the runs table): their numbers measure how fast "
+                     "a model learns, not how good it gets.")
     lines.append("")
     for line in notes(table):  # one paragraph per note; bullets stay a list
         lines.append(line)
@@ -118,7 +128,8 @@ def markdown(table):
 _TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
                 "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
                 "^": r"\textasciicircum{}", "±": r"$\pm$", "Δ": r"$\Delta$", "−": "$-$",
-                "×": r"$\times$", "†": r"$^\dagger$", "<": r"$<$", ">": r"$>$", "–": "--"}
+                "×": r"$\times$", "†": r"$^\dagger$", "‡": r"$^\ddagger$", "<": r"$<$",
+                ">": r"$>$", "–": "--"}
 
 
 def tex_escape(text):
@@ -159,6 +170,8 @@ def write_csv(table, path):
 RUN_COLUMNS = [("name", "run"), ("run_id", "id"), ("seed", "seed"), ("status", "status"),
                ("params", "params"), ("dev_ppl", "dev PPL"),
                ("dev_accuracy", "dev acc."), ("dev_bleu", "dev BLEU"), ("test_bleu", "test BLEU"),
+               ("stop_reason", "stopped by"), ("dev_evaluations", "dev evals"),
+               ("converged", "converged"),
                ("train_flops", "FLOPs"), ("train_seconds", "wall s"),
                ("world_size", "ranks"), ("threads", "threads/rank"), ("core_hours", "core-h")]
 
@@ -177,7 +190,10 @@ def runs_markdown(sweep):
                "train_seconds": lambda v: fixed(v, 1), "dev_ppl": lambda v: fixed(v, 3),
                "dev_accuracy": lambda v: fixed(100 * v, 2) + "%" if _finite(v) else "",
                "dev_bleu": lambda v: fixed(v, 2), "test_bleu": lambda v: fixed(v, 2),
-               "world_size": lambda v: count(v), "threads": lambda v: count(v)}
+               "world_size": lambda v: count(v), "threads": lambda v: count(v),
+               "dev_evaluations": count,
+               "converged": lambda v: ("yes" if v else "no") if isinstance(v, (bool, np.bool_))
+               else ""}
     lines = ["| " + " | ".join(names[c] for c in frame.columns) + " |",
              "|" + "|".join("---" for _ in frame.columns) + "|"]
     for _, run in frame.iterrows():

@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from analysis.convergence import assess_run
 from analysis.errors import AnalysisError
 from analysis.manifest import read_manifest
 from analysis.runfile import read_run
@@ -58,6 +59,13 @@ class Sweep:
         """Run ids of the row's completed runs, in seed order."""
         frame = self.runs[(self.runs["row"] == row_key) & (self.runs["status"] == "completed")]
         return list(frame.sort_values("seed")["run_id"])
+
+    def unconverged(self, row_key):
+        """Completed runs of the row whose dev loss had not reached a plateau."""
+        frame = self.runs[(self.runs["row"] == row_key) & (self.runs["status"] == "completed")]
+        if "converged" not in frame:
+            return list(frame["run_id"])
+        return list(frame[frame["converged"] != True]["run_id"])  # noqa: E712 (NaN counts too)
 
     def incomplete(self):
         """The runs that are not completed (missing, running, failed, preempted)."""
@@ -105,6 +113,10 @@ def _merge_run(record, data):
     record.update({k: v for k, v in data.config.items() if k not in ("seed", "name")})
     record.update(data.summary)
     record.update(derived_metrics(data))
+    convergence = assess_run(data)
+    record["converged"] = convergence.converged
+    record["convergence"] = convergence.reason
+    record["dev_evaluations"] = convergence.evaluations
     world = float(data.attrs.get("world_size", 1) or 1)
     threads = float(data.attrs.get("threads", 1) or 1)
     seconds = data.summary.get("train_seconds")

@@ -15,6 +15,7 @@ import numpy as np
 
 from analysis import stats
 from analysis.bleu import bleu_from_stats, corpus_stats
+from analysis.convergence import RULE as CONVERGENCE_RULE
 from analysis.flowyaml import to_text
 
 
@@ -146,7 +147,8 @@ def build_table(sweep, bootstrap_samples=1000):
         completed = sweep.completed(row.key)
         is_base = row.key == base.key
         record = {"group": row.group, "row": row.key, "base": is_base,
-                  "runs": len(row.run_ids), "completed": len(completed)}
+                  "runs": len(row.run_ids), "completed": len(completed),
+                  "converged": len(completed) - len(sweep.unconverged(row.key))}
         for key in settings:
             value = _setting_value(sweep, row, key)
             shown = is_base or value != _setting_value(sweep, base, key)
@@ -249,7 +251,11 @@ def _trend(sweep, records, metrics):
              "block (base row included; +1 = same order, -1 = reversed), and within each setting "
              "a block varies when it varies several:"]
     for group, keys in _blocks(sweep).items():
-        lines.append(f"- block {group}: " + _tau_parts(by_row, keys, paper_metrics))
+        unconverged = [k for k in keys
+                       if by_row[k].get("converged", 0) < by_row[k].get("completed", 0)]
+        caveat = (f" (unconverged: {', '.join(unconverged)}; an ordering of unconverged rows "
+                  "compares learning speed, not final quality)" if unconverged else "")
+        lines.append(f"- block {group}: " + _tau_parts(by_row, keys, paper_metrics) + caveat)
         axes = _axes(sweep, keys)
         if len(axes) > 1:
             for axis, axis_keys in axes.items():
@@ -273,6 +279,8 @@ def _method_lines(sweep, metrics, tests_used, samples):
                          "across seeds.")
     lines.append("Marks on Δ: * p < 0.05, ** p < 0.01; p = n/a with fewer than two seeds on a "
                  "side or zero variance.")
+    lines.append(f"Convergence (column conv.: converged of completed runs, ‡ when not all): "
+                 f"{CONVERGENCE_RULE}.")
     lines.append("Cost: counted training FLOPs per run (and summed over the row), mean wall time "
                  "per run, core-hours = train_seconds × world_size × threads / 3600 summed over "
                  "the row's runs.")
