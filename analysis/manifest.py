@@ -3,6 +3,8 @@
     sweep: NAME
     source: FILE
     sets: [KEY=VALUE, ...]
+    seeds: {min: 2, max: 5, until: resolved, effect: 0.02, confidence: 0.95}   (adaptive only)
+    seed_decisions: {ROW: "3 seeds: why", ...}                                 (adaptive only)
     runs:
       - id: "0123abcd4567"
         name: a-h-1.seed1
@@ -43,6 +45,8 @@ class Manifest:
     source: str
     sets: list
     runs: list  # ManifestRun, in the sweep's order
+    seeds: dict = dataclasses.field(default_factory=dict)  # adaptive seeds' rule, {} otherwise
+    seed_decisions: dict = dataclasses.field(default_factory=dict)  # row -> its seed decision
 
 
 _RUN_KEYS = {"id", "name", "group", "seed", "overrides", "paper"}
@@ -115,7 +119,10 @@ def parse_manifest(text, path="manifest.yaml"):
     if duplicates:
         raise AnalysisError(f"{path}: run id(s) listed twice: {', '.join(duplicates)}")
     return Manifest(path=str(path), sweep=str(top["sweep"]), source=str(top.get("source") or ""),
-                    sets=list(top.get("sets") or []), runs=runs)
+                    sets=list(top.get("sets") or []), runs=runs,
+                    seeds=dict(top.get("seeds") or {}),
+                    seed_decisions={str(k): str(v)
+                                    for k, v in (top.get("seed_decisions") or {}).items()})
 
 
 def read_manifest(path):

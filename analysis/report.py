@@ -146,6 +146,16 @@ def _markdown_report(sweep, table, out, figure_files, figure_notes, notes=None):
     if table.incomplete:
         lines += ["**This sweep is incomplete.**", ""]
     lines += sweep.notes + ([""] if sweep.notes else [])
+    if sweep.manifest is not None and sweep.manifest.seed_decisions:
+        rule = sweep.manifest.seeds
+        lines += ["## Seeds per row", "",
+                  f"Adaptive seeds: {rule.get('min')} to {rule.get('max')} per row; a row gets "
+                  f"another seed while Welch's {rule.get('confidence', 0.95):.0%} interval on its "
+                  "dev-PPL difference from the base row holds 0 and is wider than "
+                  f"{rule.get('effect', 0.02):.1%} of the base mean on each side "
+                  "(core/cluster/adaptive_seeds.h).", ""]
+        lines += [f"- {row}: {decision}" for row, decision in sweep.manifest.seed_decisions.items()]
+        lines.append("")
     lines += ["## Table (paper Table 3 layout)", "", render.markdown(table),
               "## Runs (cost per run, Table 2 style)", "", render.runs_markdown(sweep)]
     if notes:

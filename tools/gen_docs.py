@@ -135,7 +135,7 @@ of keys to values for this row) and `paper` (`ppl`, `bleu`, `params` in millions
 numbers, shown beside ours) |
 | `sweep.grid` | a mapping of key: [values]; every combination runs, for every row (the last \
 key changes fastest) |
-| `sweep.seeds` | a list of values for `seed`; every row and grid point runs once per seed |
+| `sweep.seeds` | a list of values for `seed`; every row and grid point runs once per seed. Or adaptive seeds, `{{min: 2, max: 5, until: resolved, effect: 0.02, confidence: 0.95}}`: every row runs seeds 1 to `min`; then, round by round, a row whose dev-PPL difference from the base row is unresolved (Welch's `confidence` interval holds 0 and is wider than `effect` x the base mean on each side of 0) gets the next seed, and the base row with it, up to `max`. The manifest records each row's seed count and why it stopped (`seed_decisions`), and the report shows them. The local launcher runs the rounds one after another; with Slurm, run the same `attnlab sweep` again after a job array ends to submit the next round. Decisions depend only on the results, so a resumed sweep makes the same ones |
 
 ```yaml
 # A two-row, two-seed sweep over the reverse task (4 runs); save it beside

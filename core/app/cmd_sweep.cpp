@@ -13,6 +13,7 @@
 
 #include "core/app/cli.h"
 #include "core/app/cmd_status.h"
+#include "core/cluster/adaptive_seeds.h"
 #include "core/cluster/environment.h"
 #include "core/cluster/local_launcher.h"
 #include "core/cluster/plan.h"
@@ -226,44 +227,11 @@ int launch_slurm(const config::Sweep& sweep, const std::vector<const config::Swe
   return kExitOk;
 }
 
-int run_sweep(const std::vector<std::string>& args) {
-  po::options_description options("sweep options");
-  options.add_options()("file", po::value<std::string>(), "sweep YAML (an experiment + sweep:)")(
-      "set", po::value<std::vector<std::string>>()->composing(),
-      "override one key in every run (wins over rows and grid; repeatable)")(
-      "launcher", po::value<std::string>()->default_value("local"),
-      "local (this machine, mpirun when a run has several ranks) or slurm (one job array)")(
-      "profile", po::value<std::string>(),
-      "cluster profile YAML for slurm (default: the experiment's cluster.profile)")(
-      "dry-run",
-      "expand, print the runs and the plan, write the manifest (and the sbatch "
-      "script for slurm); launch nothing")("retry-failed",
-                                           "launch failed runs again (they are skipped otherwise)")(
-      "max-parallel", po::value<int64_t>()->default_value(0),
-      "local: at most N runs at once (0: as many as ranks x threads fit the cores)")(
-      "oversubscribe", "local: let mpirun start more ranks than there are cores")(
-      "out", po::value<std::string>(),
-      "runs directory; the sweep goes to <out>/<sweep>/ (default: log.dir)");
-  po::positional_options_description positional;
-  positional.add("file", 1);
-  po::variables_map values;
-  if (!parse("sweep",
-             "FILE [--launcher local|slurm] [--profile FILE] [--dry-run] [--retry-failed] "
-             "[--max-parallel N] [--oversubscribe] [--set KEY=VALUE ...] [--out DIR]",
-             args, options, positional, values)) {
-    return kExitOk;
-  }
-  if (!values.count("file")) throw UsageError("missing the sweep FILE");
-  const std::string launcher = values["launcher"].as<std::string>();
-  if (launcher != "local" && launcher != "slurm") {
-    throw UsageError("--launcher must be local or slurm, got '" + launcher + "'");
-  }
-  if (values["max-parallel"].as<int64_t>() < 0) throw UsageError("--max-parallel must be >= 0");
+// Writes the manifest and the runs' configs, then launches the runs that are not complete.
+int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
+                 const po::variables_map& values) {
   const bool dry_run = values.count("dry-run") != 0;
-  const config::Sweep sweep =
-      config::expand(values["file"].as<std::string>(), strings(values, "set"));
-  const std::string runs_dir =
-      values.count("out") ? values["out"].as<std::string>() : sweep.runs.front().config.log.dir;
+  const std::string launcher = values["launcher"].as<std::string>();
   print_runs(sweep);
   std::cout << "wrote " << config::write_manifest(sweep, runs_dir) << "\n";
 
@@ -316,6 +284,92 @@ int run_sweep(const std::vector<std::string>& args) {
     return kExitOk;
   }
   return launch_local(sweep, to_launch, sweep_dir, values);
+}
+
+// The final dev perplexity of every completed run of the sweep (adaptive seeds decide on it).
+std::map<std::string, double> completed_results(const config::Sweep& sweep,
+                                                const fs::path& sweep_dir) {
+  std::map<std::string, double> results;
+  for (const config::SweepRun& run : sweep.runs) {
+    const cluster::RunProgress progress = read_run_progress((sweep_dir / run.id).string());
+    if (progress.final_dev_ppl) results[run.id] = *progress.final_dev_ppl;
+  }
+  return results;
+}
+
+void print_seed_decisions(const cluster::SeedPlan& plan) {
+  std::cout << "adaptive seeds (dev PPL against the base row):\n";
+  for (const auto& [row, decision] : plan.decisions) {
+    std::cout << "  " << row << ": " << decision << "\n";
+  }
+}
+
+int run_sweep(const std::vector<std::string>& args) {
+  po::options_description options("sweep options");
+  options.add_options()("file", po::value<std::string>(), "sweep YAML (an experiment + sweep:)")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override one key in every run (wins over rows and grid; repeatable)")(
+      "launcher", po::value<std::string>()->default_value("local"),
+      "local (this machine, mpirun when a run has several ranks) or slurm (one job array)")(
+      "profile", po::value<std::string>(),
+      "cluster profile YAML for slurm (default: the experiment's cluster.profile)")(
+      "dry-run",
+      "expand, print the runs and the plan, write the manifest (and the sbatch "
+      "script for slurm); launch nothing")("retry-failed",
+                                           "launch failed runs again (they are skipped otherwise)")(
+      "max-parallel", po::value<int64_t>()->default_value(0),
+      "local: at most N runs at once (0: as many as ranks x threads fit the cores)")(
+      "oversubscribe", "local: let mpirun start more ranks than there are cores")(
+      "out", po::value<std::string>(),
+      "runs directory; the sweep goes to <out>/<sweep>/ (default: log.dir)");
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  po::variables_map values;
+  if (!parse("sweep",
+             "FILE [--launcher local|slurm] [--profile FILE] [--dry-run] [--retry-failed] "
+             "[--max-parallel N] [--oversubscribe] [--set KEY=VALUE ...] [--out DIR]",
+             args, options, positional, values)) {
+    return kExitOk;
+  }
+  if (!values.count("file")) throw UsageError("missing the sweep FILE");
+  const std::string launcher = values["launcher"].as<std::string>();
+  if (launcher != "local" && launcher != "slurm") {
+    throw UsageError("--launcher must be local or slurm, got '" + launcher + "'");
+  }
+  if (values["max-parallel"].as<int64_t>() < 0) throw UsageError("--max-parallel must be >= 0");
+  const bool dry_run = values.count("dry-run") != 0;
+  const config::Sweep sweep =
+      config::expand(values["file"].as<std::string>(), strings(values, "set"));
+  const std::string runs_dir =
+      values.count("out") ? values["out"].as<std::string>() : sweep.runs.front().config.log.dir;
+  if (!sweep.adaptive) return launch_sweep(sweep, runs_dir, values);
+  // Adaptive seeds: declare the runs the results so far call for, run them, and plan again
+  // until the plan stops growing (locally), or leave the next round to the next `sweep`.
+  const fs::path sweep_dir = fs::absolute(fs::path(runs_dir) / sweep.name).lexically_normal();
+  size_t declared = 0;
+  for (;;) {
+    const cluster::SeedPlan plan = cluster::plan_seeds(sweep, completed_results(sweep, sweep_dir));
+    config::Sweep round = sweep;
+    round.runs.clear();
+    for (const config::SweepRun* run : plan.runs) round.runs.push_back(*run);
+    round.seed_decisions = plan.decisions;
+    if (declared > 0 && round.runs.size() == declared) {
+      config::write_manifest(round, runs_dir);  // the final decisions
+      print_seed_decisions(plan);
+      return kExitOk;
+    }
+    declared = round.runs.size();
+    print_seed_decisions(plan);
+    const int code = launch_sweep(round, runs_dir, values);
+    if (code != kExitOk || dry_run) return code;
+    if (values["launcher"].as<std::string>() == "slurm") {
+      if (!plan.settled) {
+        std::cout << "adaptive seeds: once this job array has finished, run the same `attnlab "
+                     "sweep` again to add the seeds its results call for\n";
+      }
+      return code;
+    }
+  }
 }
 
 const CommandRegistration kRegister{

@@ -51,7 +51,7 @@ std::string scalar(const YAML::Node& node, const std::string& file, const std::s
   return node.Scalar();
 }
 
-double paper_number(const YAML::Node& node, const std::string& file, const std::string& key) {
+double yaml_number(const YAML::Node& node, const std::string& file, const std::string& key) {
   char* end = nullptr;
   const std::string text = node.IsScalar() ? node.Scalar() : "";
   double value = std::strtod(text.c_str(), &end);
@@ -78,11 +78,58 @@ Row parse_row(const YAML::Node& node, const std::string& file) {
   if (const YAML::Node paper = node["paper"]) {
     if (!paper.IsMap()) fail(location(file, paper), "sweep.rows[].paper: expected a mapping");
     check_keys(paper, file, "sweep.rows[].paper", {"ppl", "bleu", "params"});
-    if (paper["ppl"]) row.paper.ppl = paper_number(paper["ppl"], file, "paper.ppl");
-    if (paper["bleu"]) row.paper.bleu = paper_number(paper["bleu"], file, "paper.bleu");
-    if (paper["params"]) row.paper.params = paper_number(paper["params"], file, "paper.params");
+    if (paper["ppl"]) row.paper.ppl = yaml_number(paper["ppl"], file, "paper.ppl");
+    if (paper["bleu"]) row.paper.bleu = yaml_number(paper["bleu"], file, "paper.bleu");
+    if (paper["params"]) row.paper.params = yaml_number(paper["params"], file, "paper.params");
   }
   return row;
+}
+
+int64_t seed_count(const YAML::Node& node, const std::string& file, const std::string& key) {
+  char* end = nullptr;
+  const std::string text = node.IsScalar() ? node.Scalar() : "";
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || end != text.c_str() + text.size() || value < 2 || value > 1000) {
+    fail(location(file, node),
+         key + ": expected an integer in [2, 1000], got " + (text.empty() ? "?" : text));
+  }
+  return value;
+}
+
+AdaptiveSeeds parse_adaptive_seeds(const YAML::Node& map, const std::string& file) {
+  check_keys(map, file, "sweep.seeds", {"min", "max", "until", "effect", "confidence"});
+  AdaptiveSeeds adaptive;
+  if (!map["min"] || !map["max"]) {
+    fail(location(file, map), "sweep.seeds: adaptive seeds need min and max");
+  }
+  adaptive.min = seed_count(map["min"], file, "sweep.seeds.min");
+  adaptive.max = seed_count(map["max"], file, "sweep.seeds.max");
+  if (adaptive.max < adaptive.min) {
+    fail(location(file, map["max"]), "sweep.seeds.max (" + std::to_string(adaptive.max) +
+                                         ") must be >= sweep.seeds.min (" +
+                                         std::to_string(adaptive.min) + ")");
+  }
+  if (map["until"] && scalar(map["until"], file, "sweep.seeds.until") != "resolved") {
+    fail(location(file, map["until"]),
+         "sweep.seeds.until: expected resolved, got " + map["until"].Scalar());
+  }
+  if (map["effect"]) {
+    adaptive.effect = yaml_number(map["effect"], file, "sweep.seeds.effect");
+    if (!(adaptive.effect > 0.0)) {
+      fail(location(file, map["effect"]),
+           "sweep.seeds.effect: expected a number > 0 (a "
+           "fraction of the base row's mean, e.g. 0.02)");
+    }
+  }
+  if (map["confidence"]) {
+    adaptive.confidence = yaml_number(map["confidence"], file, "sweep.seeds.confidence");
+    if (!(adaptive.confidence > 0.0 && adaptive.confidence < 1.0)) {
+      fail(location(file, map["confidence"]),
+           "sweep.seeds.confidence: expected a number in "
+           "(0, 1), e.g. 0.95");
+    }
+  }
+  return adaptive;
 }
 
 // Letters, digits, '.' and '_' survive; any other run of characters becomes one '-'.
@@ -171,9 +218,16 @@ Sweep expand(const std::string& path, const std::vector<std::string>& sets) {
   }
 
   std::vector<YAML::Node> seeds;
-  if (const YAML::Node list = section["seeds"]) {
+  if (const YAML::Node list = section["seeds"]; list && list.IsMap()) {
+    sweep.adaptive = parse_adaptive_seeds(list, file);
+    // Seeds 1..max; each carries the location of the seeds map for messages.
+    for (int64_t seed = 1; seed <= sweep.adaptive->max; ++seed) {
+      seeds.emplace_back(std::to_string(seed));
+    }
+  } else if (list) {
     if (!list.IsSequence() || list.size() == 0) {
-      fail(location(file, list), "sweep.seeds: expected a list of seeds");
+      fail(location(file, list),
+           "sweep.seeds: expected a list of seeds or {min, max, until: resolved}");
     }
     for (const YAML::Node& seed : list) seeds.push_back(seed);
   }
@@ -201,7 +255,10 @@ Sweep expand(const std::string& path, const std::vector<std::string>& sets) {
           name_parts.push_back(slug(leaf(grid[a].key) + "-" + value.Scalar()));
         }
         std::vector<std::string> overridden = builder.keys_set_since(before_row);
-        if (!seeds.empty()) builder.apply("seed", seeds[s], location(file, seeds[s]));
+        if (!seeds.empty()) {
+          const YAML::Node where = sweep.adaptive ? section["seeds"] : seeds[s];
+          builder.apply("seed", seeds[s], location(file, where));
+        }
         for (const std::string& set : sets) builder.add_set(set);
 
         SweepRun run;
@@ -218,6 +275,7 @@ Sweep expand(const std::string& path, const std::vector<std::string>& sets) {
           throw ConfigError(message);
         }
         run.seed = run.config.seed;
+        run.row = name.substr(0, name.size() - 1);
         run.name = name + "seed" + std::to_string(run.seed);
         run.config.name = run.name;
         run.group = row.group;
@@ -265,6 +323,18 @@ std::string manifest_yaml(const Sweep& sweep) {
     out << (i ? ", " : "") << format_string(sweep.sets[i]);
   }
   out << "]\n";
+  if (sweep.adaptive) {
+    const AdaptiveSeeds& a = *sweep.adaptive;
+    out << "seeds: {min: " << a.min << ", max: " << a.max
+        << ", until: resolved, effect: " << format_number(a.effect)
+        << ", confidence: " << format_number(a.confidence) << "}\n";
+    out << "seed_decisions: {";
+    for (size_t i = 0; i < sweep.seed_decisions.size(); ++i) {
+      out << (i ? ", " : "") << format_string(sweep.seed_decisions[i].first) << ": "
+          << format_string(sweep.seed_decisions[i].second);
+    }
+    out << "}\n";
+  }
   out << "runs:\n";
   for (const SweepRun& run : sweep.runs) {
     out << "  - id: " << format_string(run.id) << "\n";

@@ -19,8 +19,19 @@ struct PaperValues {
   std::optional<double> params;  // millions
 };
 
+// sweep.seeds as {min, max, until: resolved, effect, confidence}: every row runs seeds 1..min,
+// then a row gets one more seed while its difference from the base row is unresolved (see
+// core/cluster/adaptive_seeds.h), up to max.
+struct AdaptiveSeeds {
+  int64_t min = 2;
+  int64_t max = 5;
+  double effect = 0.02;      // the smallest difference worth resolving, relative to the base mean
+  double confidence = 0.95;  // of the interval on the difference of means
+};
+
 struct SweepRun {
   std::string id;     // 12 hex digits of run_id(config)
+  std::string row;    // the table row: the name without ".seed<n>"
   std::string name;   // readable and unique in the sweep: "<row>.<grid key-value...>.seed<n>"
   std::string group;  // the row's group label ("A".."E", "big"), "" for grid-only sweeps
   uint64_t seed = 0;
@@ -35,6 +46,9 @@ struct Sweep {
   std::string source;             // the sweep file
   std::vector<std::string> sets;  // --set applied to every run (they win over rows and grid)
   std::vector<SweepRun> runs;     // rows (file order) x grid (last key fastest) x seeds
+  std::optional<AdaptiveSeeds> adaptive;  // seeds given as {min, max, ...}; runs then hold 1..max
+  // Adaptive sweeps: each row's seed decision ("3 seeds: resolved, ..."), written to the manifest.
+  std::vector<std::pair<std::string, std::string>> seed_decisions;
 };
 
 // Expands the sweep file at `path`. Precedence per run: experiment (with its base chain) < row set

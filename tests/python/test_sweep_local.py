@@ -6,6 +6,7 @@ import hashlib
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import h5py
@@ -246,3 +247,59 @@ def test_runs_launch_seed_by_seed(attnlab, tmp_path):
     assert [seed_of[run_id] for run_id in launched] == ["seed3"] * 4 + ["seed1"] * 4
     grid_of = {run_id: name.rsplit(".", 1)[0] for run_id, name in listed}
     assert [grid_of[run_id] for run_id in launched[:4]] == [grid_of[i] for i in launched[4:]]
+
+
+def welch_interval(a, b, confidence=0.95):
+    """SciPy's Welch interval on mean(a) - mean(b): the reference for the sweep's decisions."""
+    from scipy import stats as scipy_stats
+    import numpy as np
+    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
+    se = np.sqrt(va + vb)
+    d = np.mean(a) - np.mean(b)
+    if se == 0:
+        return d, d
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    q = scipy_stats.t.ppf(1 - (1 - confidence) / 2, df)
+    return d - q * se, d + q * se
+
+
+def test_adaptive_seeds_add_seeds_to_unresolved_rows_and_resume_to_the_same_plan(attnlab,
+                                                                                 tmp_path):
+    """sweep.seeds {min: 2, max: 3}: every row runs 2 seeds; a row whose dev-PPL difference from
+    base is unresolved (SciPy's Welch interval holds 0 and is wider than 2 x effect x base mean)
+    gets a third seed, and base with it; a second `sweep` launches nothing and writes the same
+    manifest. A 50% interval keeps two seeds of tiny runs decisive enough to see both outcomes."""
+    # Rows that differ from base by little (dropout) and by much (a fifth of the training).
+    extra = ("  rows:\n"
+             "    - {name: base, group: base}\n"
+             "    - {name: drop, group: D, set: {model.dropout: 0.12}}\n"
+             "    - {name: short, group: S, set: {train.steps: 10}}\n")
+    path = write_sweep(tmp_path, name="adaptive", steps=80,
+                       seeds="{min: 2, max: 3, until: resolved, effect: 0.001, confidence: 0.5}",
+                       extra=extra)
+    result = run_attnlab(attnlab, "sweep", path, "--launcher", "local", "--out", tmp_path / "runs")
+    sweep_dir = tmp_path / "runs" / "adaptive"
+    manifest_text = (sweep_dir / "manifest.yaml").read_text()
+    sys.path.insert(0, str(ROOT))
+    from analysis.manifest import read_manifest
+    manifest = read_manifest(sweep_dir / "manifest.yaml")
+    ppl = {}
+    for run in manifest.runs:
+        with h5py.File(sweep_dir / run.id / "run.h5", "r") as f:
+            assert f.attrs["status"] == "completed"
+            ppl.setdefault(run.row, {})[run.seed] = float(f["summary"].attrs["final_dev_ppl"])
+    base = [ppl["base"][s] for s in (1, 2)]
+    expected = {}
+    for row in ("drop", "short"):
+        low, high = welch_interval([ppl[row][s] for s in (1, 2)], base, confidence=0.5)
+        margin = 0.001 * abs(sum(base) / 2)
+        resolved = low > 0 or high < 0 or high - low < 2 * margin
+        expected[row] = 2 if resolved else 3
+    expected["base"] = 3 if 3 in expected.values() else 2
+    assert {row: len(seeds) for row, seeds in ppl.items()} == expected, result.stdout
+    assert expected == {"base": 3, "drop": 3, "short": 2}, "both outcomes are exercised"
+    for row, count in expected.items():
+        assert manifest.seed_decisions[row].startswith(f"{count} seeds"), manifest.seed_decisions
+    again = run_attnlab(attnlab, "sweep", path, "--launcher", "local", "--out", tmp_path / "runs")
+    assert "launching" not in again.stdout, again.stdout
+    assert (sweep_dir / "manifest.yaml").read_text() == manifest_text
