@@ -194,6 +194,7 @@ TEST(Experiments, EveryFileLoadsAndSweepsHaveTheirSizes) {
                                                      {"ablations/label_smoothing.yaml", 9},
                                                      {"small/study.yaml", 16},
                                                      {"small/table3.yaml", 60},
+                                                     {"small/pilot-lr.yaml", 24},
                                                      {"studies/heads.yaml", 2},
                                                      {"studies/positions_length.yaml", 2},
                                                      {"studies/sqrt_dk.yaml", 10},
