@@ -64,7 +64,9 @@ deps:
 	    --no-install-recommends -o DPkg::Lock::Timeout=600 $$missing; \
 	fi
 
-configure:
+# Every target that builds starts with deps (a quick dpkg query when all are installed), so each of
+# them, `make test` included, works as the first command on a fresh Debian 12 machine.
+configure: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DATTNLAB_WERROR=$(WERROR)
 
 build: configure
@@ -101,7 +103,7 @@ test: build
 # code, and the plain build already holds the warning bar.
 # LeakSanitizer stays on; the MPI tests are left out because Open MPI keeps its allocations until
 # exit by design, which LeakSanitizer would report as leaks of ours.
-test-sanitize:
+test-sanitize: deps
 	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNLAB_WERROR=OFF \
 	  -DATTNLAB_SANITIZE=address,undefined -DCMAKE_CXX_FLAGS=-D_GLIBCXX_ASSERTIONS
 	cmake --build $(ASAN_DIR) -j $(JOBS)
@@ -137,7 +139,7 @@ bench: configure
 # unfinished ones resume on a re-run) and writes the report. Only the program is built, not the tests.
 STUDY ?= experiments/small/study.yaml
 STUDY_DIR ?= runs/study
-run: deps configure
+run: configure
 	cmake --build $(BUILD_DIR) --target attnlab -j $(JOBS)
 	./$(BUILD_DIR)/attnlab data bible --out data/bible
 	./$(BUILD_DIR)/attnlab sweep $(STUDY) --launcher local --out $(dir $(STUDY_DIR))
