@@ -52,6 +52,16 @@ int run_train(const std::vector<std::string>& args) {
   for (const std::string& word : args) request.command_line += " " + word;
 
   std::unique_ptr<dist::Comm> comm = dist::make_comm();
+  // A run asking for several ranks but started alone would train on one rank in silence.
+  if (comm->size() == 1 && request.config.cluster.ranks > 1) {
+    const std::string ranks = std::to_string(request.config.cluster.ranks);
+    throw UsageError("cluster.ranks is " + ranks +
+                     " but this process runs alone (no mpirun or srun started it): start it as "
+                     "`mpirun -np " +
+                     ranks + " attnlab train ...` (or `srun -n " + ranks +
+                     "`, or through `attnlab sweep`), or train on one rank with --set "
+                     "cluster.ranks=1, which the run records");
+  }
   dist::AbortOnTerminate abort_on_terminate(*comm);
   return dist::run_or_abort(*comm, [&] { return run_training(request, *comm); });
 }

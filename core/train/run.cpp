@@ -29,6 +29,24 @@ namespace fs = std::filesystem;
 
 void request_stop(int) { Trainer::stop_requested().store(true); }
 
+// Ctrl-C: the first one stops as SIGTERM does (checkpoint after the step, exit 3); a second one
+// quits at once, and the run resumes from its newest checkpoint. Only async-signal-safe calls.
+void interrupt(int) {
+  static volatile std::sig_atomic_t interrupts = 0;
+  if (interrupts++ > 0) {
+    constexpr char kQuit[] =
+        "\nattnlab: second interrupt: quitting now (rerun to resume from "
+        "the newest checkpoint)\n";
+    (void)!write(STDERR_FILENO, kQuit, sizeof(kQuit) - 1);
+    _exit(130);
+  }
+  constexpr char kStop[] =
+      "\nattnlab: interrupt: stopping after this step with a checkpoint "
+      "(Ctrl-C again to quit at once)\n";
+  (void)!write(STDERR_FILENO, kStop, sizeof(kStop) - 1);
+  Trainer::stop_requested().store(true);
+}
+
 std::unique_ptr<DataSource> make_source(const ExperimentConfig& config) {
   if (config.data.task == "corpus") return make_corpus_source(config);
   CHECK(config.data.task == "copy" || config.data.task == "reverse" || config.data.task == "sort")
@@ -230,6 +248,10 @@ void install_stop_signals() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGUSR1, &action, nullptr);
+  struct sigaction on_interrupt {};
+  on_interrupt.sa_handler = interrupt;
+  sigemptyset(&on_interrupt.sa_mask);
+  sigaction(SIGINT, &on_interrupt, nullptr);
 }
 
 int run_training(const RunRequest& request, dist::Comm& comm) {

@@ -27,7 +27,8 @@ struct RunRequest {
 // 0 completed or already completed, kExitPreempted when stopped by a signal.
 int run_training(const RunRequest& request, dist::Comm& comm);
 
-// Installs SIGTERM/SIGUSR1 handlers that ask the trainer to stop after the current step.
+// Installs SIGTERM/SIGUSR1 handlers that ask the trainer to stop after the current step, and a
+// SIGINT handler that does the same the first time and quits at once (exit 130) the second.
 void install_stop_signals();
 
 }  // namespace attnlab

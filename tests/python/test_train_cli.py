@@ -268,3 +268,54 @@ def test_patience_without_evaluations_is_a_config_error(attnlab, tmp_path):
                    "--set", "eval.every=0", check=False)
     assert result.returncode == 2
     assert "train.stop.patience" in result.stderr and "eval.every" in result.stderr
+
+
+def interrupted_run(attnlab, out, signals, steps=60):
+    """Starts a run and sends SIGINT `signals` times once it reports its first step; returns the
+    exit code and stderr."""
+    command = [str(attnlab), "train", "-c", str(TASK), *TINY, "--set", f"train.steps={steps}",
+               "--set", "model.dropout=0.1", "--set", "train.checkpoint_every=5",
+               "--out", str(out)]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                               env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                                    "PATH": "/usr/bin:/bin"})
+    lines = []
+    for line in process.stderr:
+        lines.append(line)
+        if line.startswith("step "):
+            for _ in range(signals):
+                process.send_signal(signal.SIGINT)
+            break
+    _, rest = process.communicate(timeout=300)
+    return process.returncode, "".join(lines) + rest
+
+
+def test_ctrl_c_checkpoints_like_sigterm_and_a_second_one_quits_at_once(attnlab, tmp_path):
+    straight = tmp_path / "straight"
+    train(attnlab, straight, "--set", "model.dropout=0.1", "--set", "train.checkpoint_every=5",
+          steps=60)
+    once = tmp_path / "once"
+    code, stderr = interrupted_run(attnlab, once, 1)
+    assert code == 3, stderr
+    assert "Ctrl-C again to quit at once" in stderr
+    with h5py.File(once / "run.h5", "r") as f:
+        assert f.attrs["status"] == "preempted"
+        stopped_at = int(f["train"]["step"][-1])
+    assert (once / "ckpt" / f"step_{stopped_at}.h5").is_file(), "the stop step is checkpointed"
+    twice = tmp_path / "twice"
+    code, stderr = interrupted_run(attnlab, twice, 2)
+    assert code == 130, stderr
+    assert "second interrupt" in stderr
+    for run in (once, twice):
+        resumed = train(attnlab, run, "--set", "model.dropout=0.1",
+                        "--set", "train.checkpoint_every=5", steps=60)
+        assert "completed" in resumed.stdout
+        np.testing.assert_array_equal(series(straight / "run.h5", "train", "loss"),
+                                      series(run / "run.h5", "train", "loss"))
+
+
+def test_several_ranks_asked_for_but_started_alone_is_a_usage_error(attnlab, tmp_path):
+    result = train(attnlab, tmp_path / "run", "--set", "cluster.ranks=2", check=False)
+    assert result.returncode == 2
+    assert "cluster.ranks is 2" in result.stderr and "mpirun -np 2" in result.stderr
+    assert not (tmp_path / "run" / "run.h5").exists()
