@@ -13,6 +13,7 @@
 #include "core/cluster/records.h"
 #include "core/cluster/slurm.h"
 #include "core/io/run_log.h"
+#include "core/util/dir_lock.h"
 
 namespace attnlab::cli {
 namespace fs = std::filesystem;
@@ -57,15 +58,36 @@ cluster::RunProgress read_run_file(const fs::path& path) {
 
 cluster::RunProgress read_run_progress(const std::string& run_dir) {
   cluster::RunProgress progress = read_run_file(fs::path(run_dir) / "run.h5");
+  // "running" in the file is only true while a trainer holds the directory's lock.
+  if (progress.status == "running") {
+    const int64_t holder = directory_lock_holder(run_dir);
+    progress.alive = holder != 0;
+    if (holder == 0) progress.status = "interrupted";
+  }
   // A launch that ended in an error (not 0, not kExitStopped) marks the run failed, even when
   // it failed before writing run.h5.
   std::ifstream last_exit(fs::path(run_dir) / cluster::kLastExitFile);
   int code = 0;
-  if (last_exit >> code && code != 0 && code != cluster::kExitStopped &&
-      progress.status != "completed") {
+  if (last_exit >> code) progress.exit_code = code;
+  if (code != 0 && code != cluster::kExitStopped && progress.status != "completed" &&
+      !progress.alive) {
     progress.status = "failed";
   }
   return progress;
+}
+
+std::string last_error_line(const std::string& log_path) {
+  std::ifstream log(log_path);
+  std::string line, last, error;
+  while (std::getline(log, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    last = line;
+    if (line.find("error") != std::string::npos || line.find("failed") != std::string::npos ||
+        line.find("Error") != std::string::npos) {
+      error = line;
+    }
+  }
+  return error.empty() ? last : error;
 }
 
 namespace {
@@ -133,6 +155,31 @@ int run_status(const std::vector<std::string>& args) {
                 static_cast<int>(name_width), run.name.c_str(), state.c_str(), step.c_str(),
                 stopped.c_str(), ppl, accuracy, task.c_str());
   }
+  // Why each run that did not finish stopped, and where to read more.
+  bool header = false;
+  for (const cluster::ManifestRun& run : runs) {
+    const fs::path run_dir = fs::path(dir) / run.id;
+    const cluster::RunProgress progress = read_run_progress(run_dir.string());
+    const std::string slurm_text = slurm_state.count(run.id) ? slurm_state[run.id] : "";
+    const bool stopped = progress.status == "failed" || progress.status == "preempted" ||
+                         progress.status == "interrupted" ||
+                         cluster::slurm_state_failed(slurm_text);
+    if (!stopped || progress.status == "completed") continue;
+    if (!header) std::printf("\nwhy runs stopped:\n");
+    header = true;
+    const std::string log = (run_dir / "train.log").string();
+    std::printf("  %s (%s): %s", run.name.c_str(), run.id.c_str(), progress.status.c_str());
+    if (progress.exit_code != 0) std::printf(", exit %d", progress.exit_code);
+    if (!slurm_text.empty()) std::printf(", Slurm %s", slurm_text.c_str());
+    if (progress.status == "interrupted") {
+      std::printf(" (run.h5 says running but no process holds the run; rerun the sweep to resume)");
+    }
+    std::printf("\n");
+    if (fs::exists(log)) {
+      std::printf("    last: %s\n    log:  %s\n", last_error_line(log).c_str(), log.c_str());
+    }
+  }
+  if (header) std::printf("\n");
   std::string summary;
   for (const auto& [state, count] : counts) {
     summary += (summary.empty() ? "" : ", ") + std::to_string(count) + " " + state;

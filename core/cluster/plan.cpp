@@ -25,6 +25,7 @@ const char* to_string(Decision decision) {
     case Decision::kSkipCompleted: return "completed";
     case Decision::kSkipFailed: return "failed (--retry-failed runs it again)";
     case Decision::kSkipActive: return "already queued or running in Slurm";
+    case Decision::kSkipRunning: return "already running (a live trainer holds its directory)";
   }
   return "?";
 }
@@ -32,6 +33,7 @@ const char* to_string(Decision decision) {
 Decision decide(const RunProgress& progress, const std::string& slurm_state, bool retry_failed) {
   if (progress.status == "completed") return Decision::kSkipCompleted;
   if (slurm_state_active(slurm_state)) return Decision::kSkipActive;
+  if (progress.alive) return Decision::kSkipRunning;
   const bool failed = progress.status == "failed" || slurm_state_failed(slurm_state);
   if (failed && !retry_failed) return Decision::kSkipFailed;
   return Decision::kLaunch;

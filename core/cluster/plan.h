@@ -13,9 +13,13 @@ namespace attnlab::cluster {
 // read).
 struct RunProgress {
   bool exists = false;  // run.h5 is there and readable
-  std::string status;   // running | completed | failed | preempted, "" when nothing ran yet
-  int64_t step = 0;     // the last /train step
-  int64_t total = 0;    // train.steps
+  // running | completed | failed | preempted | interrupted (run.h5 says running but no process
+  // holds the run directory's lock: killed, or its node lost), "" when nothing ran yet.
+  std::string status;
+  bool alive = false;  // a live process holds the run directory's lock (core/util/dir_lock.h)
+  int exit_code = 0;   // the launcher's record of the last launch's exit code (0 when none)
+  int64_t step = 0;    // the last /train step
+  int64_t total = 0;   // train.steps
   std::optional<double> dev_ppl;
   std::optional<double> dev_accuracy;
   std::string stop_reason;              // steps | patience | epochs | preempted; "" while training
@@ -26,7 +30,7 @@ struct RunProgress {
 bool slurm_state_active(const std::string& state);  // pending, running, requeued, ...
 bool slurm_state_failed(const std::string& state);  // failed, timeout, out of memory, node fail
 
-enum class Decision { kLaunch, kSkipCompleted, kSkipFailed, kSkipActive };
+enum class Decision { kLaunch, kSkipCompleted, kSkipFailed, kSkipActive, kSkipRunning };
 const char* to_string(Decision decision);
 
 // `slurm_state` is the state of the run's newest array task ("" when it was never submitted or

@@ -21,6 +21,7 @@
 #include "core/train/diagnostics.h"
 #include "core/train/progress.h"
 #include "core/train/trainer.h"
+#include "core/util/dir_lock.h"
 
 namespace attnlab {
 namespace {
@@ -267,13 +268,19 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   // Every rank must take the same decision, so rank 0 decides and broadcasts it.
   int64_t decision[2] = {0, 0};  // {0 fresh | 1 resume | 2 done, checkpoint step}
   std::string checkpoint_path;
+  // Rank 0 holds the run directory's lock until it exits: a second trainer on it stops here.
+  std::vector<std::unique_ptr<DirectoryLock>> locks;
   if (lead) {
+    fs::create_directories(dir);
+    locks.push_back(std::make_unique<DirectoryLock>(dir));
     if (fs::exists(log_path)) {
       const io::RunContents existing = io::read_run(log_path);
       if (existing.status == io::RunStatus::completed && !request.force) {
         decision[0] = 2;
       } else if (existing.status == io::RunStatus::completed) {
         dir = fresh_directory(dir);
+        fs::create_directories(dir);
+        locks.push_back(std::make_unique<DirectoryLock>(dir));
       } else {
         std::string warning;
         checkpoint_path = newest_valid_checkpoint(dir, &warning);

@@ -67,7 +67,11 @@ TEST(Plan, Decisions) {
   EXPECT_EQ(decide(with_status("completed"), "", false), Decision::kSkipCompleted);
   EXPECT_EQ(decide(with_status("completed"), "FAILED", true), Decision::kSkipCompleted);
   EXPECT_EQ(decide(with_status("preempted"), "", false), Decision::kLaunch);
-  EXPECT_EQ(decide(with_status("running"), "", false), Decision::kLaunch);  // killed: resume
+  EXPECT_EQ(decide(with_status("interrupted"), "", false), Decision::kLaunch);  // killed: resume
+  RunProgress live = with_status("running");
+  live.alive = true;  // a trainer holds its directory: never a second one
+  EXPECT_EQ(decide(live, "", false), Decision::kSkipRunning);
+  EXPECT_EQ(decide(live, "", true), Decision::kSkipRunning);
   EXPECT_EQ(decide(with_status("running"), "RUNNING", false), Decision::kSkipActive);
   EXPECT_EQ(decide(none, "PENDING", true), Decision::kSkipActive);
   EXPECT_EQ(decide(with_status("failed"), "", false), Decision::kSkipFailed);

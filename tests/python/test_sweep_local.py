@@ -303,3 +303,48 @@ def test_adaptive_seeds_add_seeds_to_unresolved_rows_and_resume_to_the_same_plan
     again = run_attnlab(attnlab, "sweep", path, "--launcher", "local", "--out", tmp_path / "runs")
     assert "launching" not in again.stdout, again.stdout
     assert (sweep_dir / "manifest.yaml").read_text() == manifest_text
+
+
+def test_a_live_trainer_is_never_doubled_and_a_killed_one_shows_as_interrupted(attnlab, tmp_path):
+    """The launcher killed with -9 leaves its trainer running: a second `sweep` skips that run
+    (its directory is locked) instead of starting a second trainer on it. With the trainer killed
+    too, `status` says interrupted (not running), with the log, and a `sweep` resumes it."""
+    sweep = write_sweep(tmp_path, name="locked", steps=3000, seeds="[1]",
+                        extra="  grid: {model.norm: [pre]}\n")
+    runs = tmp_path / "runs"
+    launcher = subprocess.Popen([str(attnlab), "sweep", str(sweep), "--out", str(runs)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={"PATH": "/usr/bin:/bin"}, start_new_session=True)
+    deadline = time.monotonic() + 120
+    run_dir = None
+    while time.monotonic() < deadline and run_dir is None:
+        for candidate in run_dirs(runs / "locked") if (runs / "locked").is_dir() else []:
+            if (candidate / "ckpt").is_dir() and any((candidate / "ckpt").iterdir()):
+                run_dir = candidate
+        time.sleep(0.1)
+    assert run_dir is not None, "the run wrote no checkpoint within 120 s"
+    launcher.kill()
+    launcher.communicate(timeout=60)
+    trainers = subprocess.run(["pgrep", "-f", f"attnlab train .*{run_dir.name}"],
+                              capture_output=True, text=True).stdout.split()
+    assert trainers, "the trainer outlives a killed launcher"
+    try:
+        status = run_attnlab(attnlab, "status", runs / "locked").stdout
+        assert " running " in status, status
+        again = run_attnlab(attnlab, "sweep", sweep, "--out", runs, timeout=60)
+        assert "already running (a live trainer" in again.stdout
+        assert "launching" not in again.stdout
+        second = run_attnlab(attnlab, "train", "-c", run_dir / "config.yaml", "--out", run_dir,
+                             check=False)
+        assert second.returncode == 1 and "is in use by another attnlab process" in second.stderr
+    finally:
+        for pid in trainers:
+            subprocess.run(["kill", "-9", pid], check=False)
+    time.sleep(0.5)
+    status = run_attnlab(attnlab, "status", runs / "locked").stdout
+    assert " interrupted " in status and "why runs stopped" in status, status
+    assert str(run_dir / "train.log") in status
+    resumed = run_attnlab(attnlab, "sweep", sweep, "--out", runs, timeout=600)
+    assert "launching 1 run(s)" in resumed.stdout
+    with h5py.File(run_dir / "run.h5", "r") as f:
+        assert f.attrs["status"] == "completed"

@@ -270,21 +270,29 @@ def test_patience_without_evaluations_is_a_config_error(attnlab, tmp_path):
     assert "train.stop.patience" in result.stderr and "eval.every" in result.stderr
 
 
-def interrupted_run(attnlab, out, signals, steps=60):
-    """Starts a run and sends SIGINT `signals` times once it reports its first step; returns the
-    exit code and stderr."""
+# Steps of about a second, so that a second Ctrl-C lands while the first one's step is in flight.
+SLOW_STEPS = ["--set", "model.dropout=0.1", "--set", "train.checkpoint_every=2",
+              "--set", "train.batch_tokens=40000", "--set", "data.synthetic.train_size=8000"]
+
+
+def interrupted_run(attnlab, out, signals, steps=8):
+    """Starts a run, sends SIGINT once it reports its first step and, for signals=2, again once
+    it has said it will stop after the step; returns the exit code and stderr."""
     command = [str(attnlab), "train", "-c", str(TASK), *TINY, "--set", f"train.steps={steps}",
-               "--set", "model.dropout=0.1", "--set", "train.checkpoint_every=5",
-               "--out", str(out)]
+               *SLOW_STEPS, "--out", str(out)]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                                     "PATH": "/usr/bin:/bin"})
-    lines = []
+    lines, sent = [], 0
     for line in process.stderr:
         lines.append(line)
-        if line.startswith("step "):
-            for _ in range(signals):
-                process.send_signal(signal.SIGINT)
+        if line.startswith("step ") and sent == 0:
+            process.send_signal(signal.SIGINT)
+            sent = 1
+        elif "interrupt: stopping after this step" in line and sent < signals:
+            process.send_signal(signal.SIGINT)
+            sent += 1
+        if sent == signals:
             break
     _, rest = process.communicate(timeout=300)
     return process.returncode, "".join(lines) + rest
@@ -292,8 +300,7 @@ def interrupted_run(attnlab, out, signals, steps=60):
 
 def test_ctrl_c_checkpoints_like_sigterm_and_a_second_one_quits_at_once(attnlab, tmp_path):
     straight = tmp_path / "straight"
-    train(attnlab, straight, "--set", "model.dropout=0.1", "--set", "train.checkpoint_every=5",
-          steps=60)
+    train(attnlab, straight, *SLOW_STEPS, steps=8)
     once = tmp_path / "once"
     code, stderr = interrupted_run(attnlab, once, 1)
     assert code == 3, stderr
@@ -301,14 +308,14 @@ def test_ctrl_c_checkpoints_like_sigterm_and_a_second_one_quits_at_once(attnlab,
     with h5py.File(once / "run.h5", "r") as f:
         assert f.attrs["status"] == "preempted"
         stopped_at = int(f["train"]["step"][-1])
+    assert stopped_at < 8
     assert (once / "ckpt" / f"step_{stopped_at}.h5").is_file(), "the stop step is checkpointed"
     twice = tmp_path / "twice"
     code, stderr = interrupted_run(attnlab, twice, 2)
     assert code == 130, stderr
     assert "second interrupt" in stderr
     for run in (once, twice):
-        resumed = train(attnlab, run, "--set", "model.dropout=0.1",
-                        "--set", "train.checkpoint_every=5", steps=60)
+        resumed = train(attnlab, run, *SLOW_STEPS, steps=8)
         assert "completed" in resumed.stdout
         np.testing.assert_array_equal(series(straight / "run.h5", "train", "loss"),
                                       series(run / "run.h5", "train", "loss"))
