@@ -160,6 +160,38 @@ def entropy(weights):
     return -(weights * np.log(p)).sum(axis=-1).mean(axis=-1)
 
 
+def relative_entropy(weights):
+    """Mean over heads and query rows of each row's entropy divided by log(keys): 1 = uniform
+    attention, 0 = every query attends to one key. weights: (H, rows, cols)."""
+    keys = weights.shape[-1]
+    if keys < 2:
+        return float("nan")
+    return float(entropy(weights).mean() / math.log(keys))
+
+
+def cross_attention_concentration(sweep):
+    """Lines for the report: per row, the probe's decoder-encoder attention entropy relative to
+    uniform (mean over layers and heads, then over the completed seeds that stored a probe)."""
+    lines = []
+    for row in sweep.rows:
+        values = []
+        for run_id in sweep.completed(row.key):
+            attention = sweep.data[run_id].attention
+            if not attention:
+                continue
+            probe = attention[sorted(attention)[0]]
+            layers = probe.maps.get("decoder_cross", [])
+            if layers:
+                values.append(float(np.mean([relative_entropy(w) for w in layers])))
+        if values:
+            lines.append(f"- {row.key}: {np.mean(values):.3f} over {len(values)} seed(s)")
+    if not lines:
+        return []
+    return ["Decoder-encoder attention of the probe sentence, entropy relative to uniform (1 = "
+            "uniform over the source, 0 = one source token per target token; mean over layers, "
+            "heads and target positions):", ""] + lines
+
+
 def attention_entropy(sweep, out_dir):
     """Per-head entropy of the probe's attention, per stack: one column of points per row."""
     rows = [r.key for r in sweep.rows]

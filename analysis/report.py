@@ -160,6 +160,9 @@ def _markdown_report(sweep, table, out, figure_files, figure_notes, notes=None):
               "## Runs (cost per run, Table 2 style)", "", render.runs_markdown(sweep)]
     if notes:
         lines += ["## Discussion", "", notes, ""]
+    concentration = figures.cross_attention_concentration(sweep) if figure_files else []
+    if concentration:
+        lines += ["## Attention", ""] + concentration + [""]
     lines += ["## Figures", ""]
     for path in figure_files:
         name = pathlib.Path(path).relative_to(out)

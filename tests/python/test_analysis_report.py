@@ -403,3 +403,15 @@ def test_notes_become_the_discussion_and_a_missing_notes_file_is_named(sweep_dir
                         "--notes", str(tmp_path / "absent.md")]) == 2
     assert f"--notes {tmp_path / 'absent.md'}: cannot read it" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()  # nothing written before the input was checked
+
+
+def test_relative_attention_entropy_is_one_for_uniform_and_zero_for_one_hot():
+    from analysis.figures import relative_entropy
+    uniform = np.full((2, 3, 4), 0.25)
+    one_hot = np.zeros((2, 3, 4))
+    one_hot[:, :, 1] = 1.0
+    assert relative_entropy(uniform) == pytest.approx(1.0)
+    assert relative_entropy(one_hot) == pytest.approx(0.0, abs=1e-9)
+    # Half the heads uniform, half one-hot: the mean over heads.
+    mixed = np.concatenate([uniform[:1], one_hot[:1]])
+    assert relative_entropy(mixed) == pytest.approx(0.5)
