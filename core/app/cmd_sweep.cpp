@@ -236,9 +236,14 @@ int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
   std::cout << "wrote " << config::write_manifest(sweep, runs_dir) << "\n";
 
   const fs::path sweep_dir = fs::absolute(fs::path(runs_dir) / sweep.name).lexically_normal();
+  // Each run's config names its files absolute, so it runs the same from its own directory on
+  // any node (the run id was computed before, from the paths as written).
+  const std::string here = fs::current_path().string();
   for (const config::SweepRun& run : sweep.runs) {
     fs::create_directories(sweep_dir / run.id);
-    write_file(sweep_dir / run.id / "config.yaml", config::dump_yaml(run.config));
+    ExperimentConfig resolved = run.config;
+    config::make_paths_absolute(resolved, here);
+    write_file(sweep_dir / run.id / "config.yaml", config::dump_yaml(resolved));
   }
 
   const std::map<std::string, std::string> in_slurm = slurm_states(sweep_dir.string());

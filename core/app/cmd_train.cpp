@@ -35,6 +35,9 @@ int run_train(const std::vector<std::string>& args) {
   const std::vector<std::string> files = strings(values, "config");
   if (files.empty()) throw UsageError("train needs an experiment file: attnlab train -c FILE");
   request.config = config::load(files, strings(values, "set"));
+  // Recorded absolute (run.h5, checkpoints), and checked before any file is written.
+  config::make_paths_absolute(request.config, std::filesystem::current_path().string());
+  config::check_data_files_exist(request.config);
   // Probes are text; only a corpus has the tokenizer to encode them (checked before any file).
   if (!request.config.log.attention_probes.empty() && request.config.data.task != "corpus") {
     throw ConfigError(

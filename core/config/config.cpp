@@ -1,6 +1,9 @@
 // load / validate / dump_yaml / flatten / option_reference: the public face of core/config.
 #include "core/config/config.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <sstream>
 
 #include "core/config/builder.h"
@@ -42,6 +45,34 @@ void validate(const ExperimentConfig& config) {
   ExperimentConfig resolved = config;
   resolved.model.resolve_defaults();
   if (auto violation = check_model(resolved.model)) throw ConfigError(violation->message);
+}
+
+void make_paths_absolute(ExperimentConfig& config, const std::string& directory) {
+  for (const Option& option : options()) {
+    if (!option.file) continue;
+    std::string& path = option.file(config);
+    if (path.empty() || std::filesystem::path(path).is_absolute()) continue;
+    path = (std::filesystem::path(directory) / path).lexically_normal().string();
+  }
+}
+
+void check_data_files_exist(const ExperimentConfig& config) {
+  if (config.data.task != "corpus") return;
+  ExperimentConfig copy = config;
+  for (const Option& option : options()) {
+    if (!option.file || option.key.rfind("data.", 0) != 0 || option.key == "data.tokenizer.model") {
+      continue;
+    }
+    const std::string& path = option.file(copy);
+    std::error_code error;
+    if (path.empty() || std::filesystem::is_regular_file(path, error)) continue;
+    char host[256] = "?";
+    gethostname(host, sizeof(host) - 1);
+    throw ConfigError(
+        option.key + ": " + path + " does not exist on host " + host +
+        " (relative paths are taken from the directory the experiment was loaded "
+        "in; a sweep records them absolute, so the file must be there on every node)");
+  }
 }
 
 namespace {

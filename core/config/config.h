@@ -42,6 +42,16 @@ std::vector<std::pair<std::string, std::string>> flatten(const ExperimentConfig&
 // Markdown table of every option: key, type, default, help.
 std::string option_reference();
 
+// The one rule for paths in an experiment: `base:` is relative to the file that names it; every
+// other file path (data files, tokenizer model, cluster profile) is relative to the working
+// directory of the command that loads the experiment (train, sweep, config). These make them
+// absolute against `directory` (empty paths stay empty), so that a run's recorded config means
+// the same from any directory and on any node.
+void make_paths_absolute(ExperimentConfig& config, const std::string& directory);
+// ConfigError naming the key, the path and this host for the first data file the run reads
+// (data.train/dev/test when set) that does not exist here.
+void check_data_files_exist(const ExperimentConfig& config);
+
 // True if the YAML file at `path` (not its bases) has a top-level `sweep:` key.
 bool has_sweep_section(const std::string& path);
 

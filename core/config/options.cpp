@@ -160,6 +160,14 @@ Option text(const char* key, Access access, const char* help) {
                 }};
 }
 
+// A string option that names a file: relative paths are made absolute by absolute_paths().
+template <typename Access>
+Option file_path(const char* key, Access access, const char* help) {
+  Option option = text(key, access, help);
+  option.file = [access](ExperimentConfig& c) -> std::string& { return access(c); };
+  return option;
+}
+
 std::string join(const std::vector<std::string>& words, const std::string& separator) {
   std::string out;
   for (size_t i = 0; i < words.size(); ++i) out += (i ? separator : "") + words[i];
@@ -291,16 +299,16 @@ std::vector<Option> build_options() {
       integer(ATTNLAB_FIELD(data.synthetic.train_size), 1, kNoMax, "synthetic training examples"),
       integer(ATTNLAB_FIELD(data.synthetic.dev_size), 1, kNoMax,
               "held-out synthetic examples (disjoint seed stream)"),
-      text(ATTNLAB_FIELD(data.train.src), "training source text, one sentence per line"),
-      text(ATTNLAB_FIELD(data.train.tgt), "training target text, line-aligned with src"),
-      text(ATTNLAB_FIELD(data.dev.src), "dev source text"),
-      text(ATTNLAB_FIELD(data.dev.tgt), "dev target text"),
-      text(ATTNLAB_FIELD(data.test.src), "test source text"),
-      text(ATTNLAB_FIELD(data.test.tgt), "test target text"),
+      file_path(ATTNLAB_FIELD(data.train.src), "training source text, one sentence per line"),
+      file_path(ATTNLAB_FIELD(data.train.tgt), "training target text, line-aligned with src"),
+      file_path(ATTNLAB_FIELD(data.dev.src), "dev source text"),
+      file_path(ATTNLAB_FIELD(data.dev.tgt), "dev target text"),
+      file_path(ATTNLAB_FIELD(data.test.src), "test source text"),
+      file_path(ATTNLAB_FIELD(data.test.tgt), "test target text"),
       choice(ATTNLAB_FIELD(data.tokenizer.type), {"sentencepiece"}, "tokenizer of corpus text"),
       integer(ATTNLAB_FIELD(data.tokenizer.vocab_size), 4, kNoMax, "joint BPE vocabulary size"),
-      text(ATTNLAB_FIELD(data.tokenizer.model),
-           "path of the tokenizer model; trained beside the data when missing"),
+      file_path(ATTNLAB_FIELD(data.tokenizer.model),
+                "path of the tokenizer model; trained beside the data when missing"),
       integer(ATTNLAB_FIELD(data.max_length), 1, kNoMax,
               "longest sentence in tokens; longer pairs are skipped and counted"),
 
@@ -360,7 +368,8 @@ std::vector<Option> build_options() {
       integer(ATTNLAB_FIELD(cluster.ranks), 1, kNoMax, "MPI ranks per run"),
       integer(ATTNLAB_FIELD(cluster.threads_per_rank), 1, kNoMax,
               "OpenBLAS/OpenMP threads per rank"),
-      text(ATTNLAB_FIELD(cluster.profile), "cluster/profiles/<name>.yaml for the Slurm launcher"),
+      file_path(ATTNLAB_FIELD(cluster.profile),
+                "cluster/profiles/<name>.yaml for the Slurm launcher"),
   };
 }
 

@@ -29,6 +29,9 @@ struct Option {
   // Stores `value` into the field; returns "" on success, else what was expected ("an integer >=
   // 1").
   std::function<std::string(ExperimentConfig& config, const RawValue& value)> assign;
+  // For options that name a file (data files, tokenizer model, cluster profile): the field, so
+  // that paths can be made absolute and checked in one place; empty for every other option.
+  std::function<std::string&(ExperimentConfig& config)> file = nullptr;
 };
 
 // All options, in declaration (and dump) order.

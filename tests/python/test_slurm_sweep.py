@@ -203,3 +203,49 @@ def test_impossible_resources_are_rejected_at_submit(attnlab, slurm, tmp_path):
     queue = subprocess.run(["squeue", "-h", "-n", "attnlab-toobig"], env=slurm,
                            capture_output=True, text=True, timeout=30)
     assert queue.stdout.strip() == ""
+
+
+CORPUS_SWEEP = """\
+base: tiny.yaml
+name: corpus
+train: {steps: 6}
+eval: {every: 6}
+sweep:
+  rows:
+    - {name: base, group: base}
+    - {name: h1, group: A, set: {model.heads: 1, model.d_k: 32, model.d_v: 32}}
+  seeds: [1]
+"""
+
+
+def test_a_corpus_sweep_finds_its_data_through_slurm_and_from_any_directory(attnlab, slurm,
+                                                                              tmp_path):
+    """The README's tour on a corpus study: data paths relative to the directory the sweep is
+    started in reach the jobs (which start in the sweep's directory) as absolute paths; the local
+    launcher started from elsewhere gives the same runs; a run whose data is gone where it starts
+    stops with exit 2 naming the key, the path and the host."""
+    from test_translate_cli import make_workdir
+    work = make_workdir(tmp_path / "work", steps=6)
+    (work / "corpus.yaml").write_text(CORPUS_SWEEP)
+    here = os.getcwd()
+    os.chdir(work)
+    try:
+        submit(attnlab, slurm, "corpus.yaml", "runs-slurm")
+        local = run_attnlab(attnlab, "sweep", "corpus.yaml", "--out", tmp_path / "local",
+                            timeout=240)
+    finally:
+        os.chdir(here)
+    sweep_dir = work / "runs-slurm" / "corpus"
+    wait_until(lambda: "2 runs: 2 completed" in status_of(attnlab, slurm, sweep_dir), 180,
+               "both corpus runs completed", slurm, sweep_dir)
+    assert "2/2 done" in local.stdout
+    assert final_losses(sweep_dir) == final_losses(tmp_path / "local" / "corpus")
+    config = next(sweep_dir.glob("*/config.yaml")).read_text()
+    assert f"src: {work}/data/train.en" in config
+    # The data gone where the run starts: exit 2, the key, the path and the host.
+    (work / "data" / "dev.es").unlink()
+    run_dir = next(d for d in (tmp_path / "local" / "corpus").iterdir() if d.is_dir())
+    gone = run_attnlab(attnlab, "train", "-c", run_dir / "config.yaml", "--out",
+                       tmp_path / "elsewhere", check=False)
+    assert gone.returncode == 2, gone.stderr
+    assert f"data.dev.tgt: {work}/data/dev.es does not exist on host" in gone.stderr

@@ -70,7 +70,8 @@ def test_training_logs_dev_bleu_and_the_tokenizer(trained):
         bleu = f["eval"]["bleu"][...]
         assert all(0.0 <= b <= 100.0 for b in bleu)
         summary = f["summary"].attrs
-        assert summary["tokenizer_path"] == "data/sentencepiece.bpe.500.model"
+        # Recorded absolute: relative paths are taken from the directory train was started in.
+        assert summary["tokenizer_path"] == str(trained / "data" / "sentencepiece.bpe.500.model")
         model = trained / "data" / "sentencepiece.bpe.500.model"
         assert summary["tokenizer_sha256"] == hashlib.sha256(model.read_bytes()).hexdigest()
         lines = sum(1 for _ in open(FIXTURE / "train.en", encoding="utf-8"))
@@ -121,7 +122,7 @@ def test_misaligned_dev_files_fail_before_a_run_file_exists(attnlab, tmp_path):
     (work / "data" / "dev.es").write_text("uno\ndos\n", encoding="utf-8")
     result = attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "run", check=False)
     assert result.returncode == 1
-    assert "data/dev.en has 36 lines but data/dev.es has 2" in result.stderr
+    assert f"{work}/data/dev.en has 36 lines but {work}/data/dev.es has 2" in result.stderr
     assert not (work / "run" / "run.h5").exists()
 
 
@@ -136,7 +137,8 @@ def test_invalid_utf8_and_missing_files_are_named_with_their_line(attnlab, tmp_p
     assert not (work / "data" / "sentencepiece.bpe.500.model").exists()
     (work / "data" / "train.es").unlink()
     result = attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "run", check=False)
-    assert "cannot open data/train.es" in result.stderr
+    assert result.returncode == 2
+    assert f"data.train.tgt: {work}/data/train.es does not exist on host" in result.stderr
 
 
 def test_vocabulary_mismatches_are_named_and_write_nothing(attnlab, trained, tmp_path):
@@ -148,6 +150,12 @@ def test_vocabulary_mismatches_are_named_and_write_nothing(attnlab, trained, tmp
     run = tmp_path / "copy"
     shutil.copytree(trained, run)
     (run / "run" / "hyp.test.txt").unlink()
+    # The copy's recorded config names the original's files (absolute): point it at its own
+    # (a config.yaml in the run directory wins over the one run.h5 records).
+    with h5py.File(run / "run" / "run.h5", "r") as f:
+        recorded = f.attrs["config_yaml"]
+    recorded = recorded.decode() if isinstance(recorded, bytes) else recorded
+    (run / "run" / "config.yaml").write_text(recorded.replace(str(trained), str(run)))
     log_digest = hashlib.sha256((run / "run" / "run.h5").read_bytes()).hexdigest()
     # The run's tokenizer file replaced: the config's vocabulary (500) no longer fits.
     shutil.copy(small_tokenizer, run / "data" / "sentencepiece.bpe.500.model")
@@ -159,6 +167,8 @@ def test_vocabulary_mismatches_are_named_and_write_nothing(attnlab, trained, tmp
     # A config that agrees with the 400-piece tokenizer, but checkpoints trained with 500.
     config = (run / "tiny.yaml").read_text().replace("vocab_size: 500", "vocab_size: 400")
     config = config.replace('model: ""', f'model: "{small_tokenizer}"')
+    config = config.replace("src: data/", f"src: {run}/data/").replace("tgt: data/",
+                                                                       f"tgt: {run}/data/")
     (run / "run" / "config.yaml").write_text(config)
     result = attnlab_in(attnlab, run, "eval", "run", "--split", "test", check=False)
     assert result.returncode == 1
