@@ -45,7 +45,8 @@ void write_checkpoint(const std::string& path, Trainer& trainer) {
   state.scalars = {{"tokens", static_cast<double>(trainer.tokens_seen())},
                    {"stop.best_loss", stopping.best_loss},
                    {"stop.best_step", static_cast<double>(stopping.best_step)},
-                   {"stop.evals_since_best", static_cast<double>(stopping.evals_since_best)}};
+                   {"stop.evals_since_best", static_cast<double>(stopping.evals_since_best)},
+                   {"train_seconds", trainer.train_seconds()}};
   const DataPosition position = trainer.data().position();
   state.data_position = {{"epoch", position.epoch}, {"offset", position.offset}};
   const ParamTable& table = trainer.model().table();
@@ -124,6 +125,7 @@ CheckpointState load_checkpoint(const std::string& path, Trainer& trainer) {
   state.stopping.best_step = static_cast<int64_t>(optional_scalar("stop.best_step", 0.0));
   state.stopping.evals_since_best =
       static_cast<int64_t>(optional_scalar("stop.evals_since_best", 0.0));
+  state.train_seconds = optional_scalar("train_seconds", 0.0);
   state.position = {position("epoch"), position("offset")};
   return state;
 }

@@ -14,7 +14,8 @@ struct CheckpointState {
   int64_t step = 0;
   int64_t tokens = 0;
   DataPosition position;
-  StopState stopping;  // defaults for checkpoints written before stop rules existed
+  StopState stopping;          // defaults for checkpoints written before stop rules existed
+  double train_seconds = 0.0;  // training time of every process up to this checkpoint
 };
 
 // Writes <run_dir>/ckpt/step_<step>.h5 and keeps the newest `keep` (plus any marked kept).

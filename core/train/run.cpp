@@ -22,6 +22,7 @@
 #include "core/train/progress.h"
 #include "core/train/trainer.h"
 #include "core/util/dir_lock.h"
+#include "core/util/fault.h"
 
 namespace attnlab {
 namespace {
@@ -208,7 +209,7 @@ FinalParameters load_final_parameters(Trainer& trainer, const std::string& dir, 
   return chosen;
 }
 
-void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last, double seconds) {
+void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last) {
   const ModelConfig& c = trainer.model().config();
   int64_t total = 0;
   for (const ComponentCount& count : parameter_counts(c)) {
@@ -218,7 +219,7 @@ void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last, doubl
   log.set_summary("params", static_cast<double>(total));
   log.set_summary("steps", static_cast<double>(trainer.step()));
   log.set_summary("train_tokens", static_cast<double>(trainer.tokens_seen()));
-  log.set_summary("train_seconds", seconds);
+  log.set_summary("train_seconds", trainer.train_seconds());
   log.set_summary("stop_reason", to_string(trainer.stop_reason()));
   log.set_summary("epochs", trainer.data().epochs());
   const StopState& stopping = trainer.stopping().state();
@@ -319,6 +320,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     const CheckpointState state = load_checkpoint(checkpoint_path, trainer);
     trainer.restore(state.step, state.tokens, state.position);
     trainer.stopping().restore(state.stopping);
+    trainer.restore_train_seconds(state.train_seconds);
     if (lead) {
       log = std::make_unique<io::RunLog>(io::RunLog::resume(dir + "/run.h5", state.step));
       std::fprintf(stderr, "attnlab: resuming %s from step %ld\n", dir.c_str(),
@@ -395,7 +397,6 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
                  blas::core_name().c_str(), threads, comm.size());
   }
   install_stop_signals();
-  const auto start = std::chrono::steady_clock::now();
   TrainOutcome outcome;
   try {
     outcome = trainer.run(callbacks);
@@ -421,6 +422,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
         to_string(trainer.stop_reason()), static_cast<long>(trainer.step()),
         trainer.data().epochs(), stopping.best_loss, static_cast<long>(stopping.best_step));
   }
+  fault_point("final_checkpoint");
   // The final evaluation, on the parameters eval.checkpoint / eval.average_last choose. The
   // evaluation of the last step is reused when it scored those very parameters; a run resumed
   // from its final checkpoint has none and evaluates again.
@@ -434,12 +436,12 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     final_eval = trainer.evaluate(true, final_bleu);
     final_eval.step = final_parameters.step;
   }
+  fault_point("final_evaluation");
   if (lead) {
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    write_summary(trainer, *log, final_eval, seconds);
+    write_summary(trainer, *log, final_eval);
     log->set_summary("final_checkpoint", final_parameters.description);
     write_attention_probes(trainer, *log);
+    fault_point("summary");
     log->set_status(io::RunStatus::completed);
     std::printf("run %s completed (%s): dev ppl %.4f from the %s parameters", dir.c_str(),
                 to_string(trainer.stop_reason()), final_eval.ppl,

@@ -9,6 +9,7 @@
 #include "core/decode/beam.h"
 #include "core/decode/greedy.h"
 #include "core/metrics/bleu.h"
+#include "core/util/fault.h"
 #include "core/util/rng.h"
 
 namespace attnlab {
@@ -102,9 +103,16 @@ void Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
   row.nll = sums[1] / tokens;
 }
 
+double Trainer::train_seconds() const {
+  if (started_ == std::chrono::steady_clock::time_point{}) return seconds_before_;
+  return seconds_before_ +
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
 TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
+  started_ = start;
   auto last = start;
   stop_reason_ = StopReason::kSteps;
   // A run resumed from the checkpoint a stop rule ended it at has nothing left to train.
@@ -135,6 +143,7 @@ TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
       finished = true;
       stop_reason_ = StopReason::kEpochs;
     }
+    if (finished) fault_point("last_step");
     if ((config_.eval.every > 0 && step_ % config_.eval.every == 0) || finished) {
       EvalRow eval = evaluate(true, config_.eval.bleu_during_training);
       if (callbacks.on_eval) callbacks.on_eval(eval);

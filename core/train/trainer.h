@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -71,6 +72,9 @@ class Trainer {
   int64_t step() const { return step_; }
   int64_t tokens_seen() const { return tokens_; }
   StopReason stop_reason() const { return stop_reason_; }
+  // Seconds spent in run() over every process that trained this run (checkpoints carry it).
+  double train_seconds() const;
+  void restore_train_seconds(double seconds) { seconds_before_ = seconds; }
   StoppingRule& stopping() { return stopping_; }
   // Restores the counters of a checkpoint (parameters and moments are restored by the caller
   // through model() and optimizer()); then parameters are broadcast from rank 0.
@@ -93,6 +97,8 @@ class Trainer {
   StopReason stop_reason_ = StopReason::kSteps;
   int64_t step_ = 0;
   int64_t tokens_ = 0;
+  double seconds_before_ = 0.0;  // trained by earlier processes (restored from a checkpoint)
+  std::chrono::steady_clock::time_point started_{};  // this process's run(); epoch if none
 };
 
 }  // namespace attnlab

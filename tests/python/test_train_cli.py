@@ -326,3 +326,36 @@ def test_several_ranks_asked_for_but_started_alone_is_a_usage_error(attnlab, tmp
     assert result.returncode == 2
     assert "cluster.ranks is 2" in result.stderr and "mpirun -np 2" in result.stderr
     assert not (tmp_path / "run" / "run.h5").exists()
+
+
+SUMMARY_KEYS = ("steps", "train_tokens", "final_dev_loss", "final_dev_nll", "final_dev_ppl",
+                "final_dev_accuracy", "stop_reason", "best_step", "best_dev_loss", "epochs",
+                "final_checkpoint", "params", "train_flops")
+
+
+@pytest.mark.parametrize("stage", ["last_step", "final_checkpoint", "final_evaluation",
+                                   "summary"])
+def test_a_kill_while_a_run_finishes_resumes_to_the_same_summary(attnlab, tmp_path, stage):
+    """kill -9 at each stage of finishing a run (ATTNLAB_FAULT_AT), then the same command: the
+    run completes with the summary, evaluations and attention maps of an uninterrupted run."""
+    settings = [*STOP, "--set", "train.stop.patience=50"]  # best checkpoint, but no early stop
+    straight = tmp_path / "straight"
+    train(attnlab, straight, *settings, steps=40)
+    killed = tmp_path / "killed"
+    result = train(attnlab, killed, *settings, steps=40, env={"ATTNLAB_FAULT_AT": stage},
+                   check=False)
+    assert result.returncode == -signal.SIGKILL, result.stderr
+    with h5py.File(killed / "run.h5", "r") as f:
+        assert f.attrs["status"] == "running"
+    train(attnlab, killed, *settings, steps=40)
+    a, b = summary(straight / "run.h5"), summary(killed / "run.h5")
+    for key in SUMMARY_KEYS:
+        assert a[key] == b[key], (stage, key, a[key], b[key])
+    assert b["train_seconds"] >= 0.5 * a["train_seconds"], "training time is carried over"
+    for group, column in (("eval", "step"), ("eval", "loss"), ("train", "loss")):
+        np.testing.assert_array_equal(series(straight / "run.h5", group, column),
+                                      series(killed / "run.h5", group, column))
+    with h5py.File(straight / "run.h5", "r") as fa, h5py.File(killed / "run.h5", "r") as fb:
+        assert fb.attrs["status"] == "completed"
+        np.testing.assert_array_equal(fa["attention/probe_0/decoder_cross/layer_0"][...],
+                                      fb["attention/probe_0/decoder_cross/layer_0"][...])
