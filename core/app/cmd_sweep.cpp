@@ -227,6 +227,25 @@ int launch_slurm(const config::Sweep& sweep, const std::vector<const config::Swe
   return kExitOk;
 }
 
+// <sweep>/names/<run name> -> ../<id>: the runs under their readable names (row, grid values,
+// seed) beside the directories named by id.
+void link_readable_names(const config::Sweep& sweep, const fs::path& sweep_dir) {
+  const fs::path names = sweep_dir / "names";
+  fs::create_directories(names);
+  for (const config::SweepRun& run : sweep.runs) {
+    if (run.name.empty() || run.name == "." || run.name == "..") continue;
+    const fs::path link = names / run.name;
+    const fs::path target = fs::path("..") / run.id;
+    std::error_code error;
+    if (fs::is_symlink(link, error)) {
+      if (fs::read_symlink(link, error) == target) continue;
+      fs::remove(link, error);
+    }
+    fs::create_directory_symlink(target, link, error);
+    if (error) throw Error("cannot link " + link.string() + ": " + error.message());
+  }
+}
+
 // Writes the manifest and the runs' configs, then launches the runs that are not complete.
 int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
                  const po::variables_map& values) {
@@ -245,6 +264,7 @@ int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
     config::make_paths_absolute(resolved, here);
     write_file(sweep_dir / run.id / "config.yaml", config::dump_yaml(resolved));
   }
+  link_readable_names(sweep, sweep_dir);
 
   const std::map<std::string, std::string> in_slurm = slurm_states(sweep_dir.string());
   const bool retry_failed = values.count("retry-failed") != 0;
@@ -309,9 +329,54 @@ void print_seed_decisions(const cluster::SeedPlan& plan) {
   }
 }
 
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t comma = text.find(',');; comma = text.find(',', start)) {
+    parts.push_back(
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return parts;
+}
+
+// --grid KEY=V1,V2 ..., --seeds S1,S2, --name N as the sweep section they stand for.
+config::CommandLineSweep command_line_sweep(const po::variables_map& values) {
+  config::CommandLineSweep spec;
+  if (values.count("name")) spec.name = values["name"].as<std::string>();
+  for (const std::string& axis : strings(values, "grid")) {
+    const size_t equals = axis.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == axis.size()) {
+      throw UsageError("--grid " + axis + ": expected KEY=V1,V2,...");
+    }
+    spec.grid.emplace_back(axis.substr(0, equals), split_commas(axis.substr(equals + 1)));
+    for (const std::string& value : spec.grid.back().second) {
+      if (value.empty()) throw UsageError("--grid " + axis + ": an empty value");
+    }
+  }
+  if (values.count("seeds")) {
+    spec.seeds = split_commas(values["seeds"].as<std::string>());
+    for (const std::string& seed : spec.seeds) {
+      if (seed.empty())
+        throw UsageError("--seeds: an empty seed in '" + values["seeds"].as<std::string>() + "'");
+    }
+  }
+  if (spec.grid.empty() && spec.seeds.empty()) {
+    throw UsageError("-c FILE sweeps need --grid KEY=V1,V2 or --seeds S1,S2");
+  }
+  return spec;
+}
+
 int run_sweep(const std::vector<std::string>& args) {
   po::options_description options("sweep options");
   options.add_options()("file", po::value<std::string>(), "sweep YAML (an experiment + sweep:)")(
+      "config,c", po::value<std::string>(),
+      "an experiment file to sweep from the command line (with --grid, --seeds, --name)")(
+      "grid", po::value<std::vector<std::string>>()->composing(),
+      "KEY=V1,V2,...: every value of KEY (repeatable; as sweep.grid, the last key changes "
+      "fastest)")("seeds", po::value<std::string>(), "S1,S2,...: the seeds (as sweep.seeds)")(
+      "name", po::value<std::string>(), "the sweep's name (as sweep.name)")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override one key in every run (wins over rows and grid; repeatable)")(
       "launcher", po::value<std::string>()->default_value("local"),
@@ -331,12 +396,23 @@ int run_sweep(const std::vector<std::string>& args) {
   positional.add("file", 1);
   po::variables_map values;
   if (!parse("sweep",
-             "FILE [--launcher local|slurm] [--profile FILE] [--dry-run] [--retry-failed] "
+             "FILE | -c FILE [--grid KEY=V1,V2 ...] [--seeds 1,2] [--name N]  "
+             "[--launcher local|slurm] [--profile FILE] [--dry-run] [--retry-failed] "
              "[--max-parallel N] [--oversubscribe] [--set KEY=VALUE ...] [--out DIR]",
              args, options, positional, values)) {
     return kExitOk;
   }
-  if (!values.count("file")) throw UsageError("missing the sweep FILE");
+  const bool command_line = values.count("config") != 0;
+  if (values.count("file") == command_line) {
+    throw UsageError(command_line ? "give either a sweep FILE or -c FILE with --grid/--seeds, "
+                                    "not both"
+                                  : "missing the sweep FILE (or -c FILE --grid KEY=V1,V2 ...)");
+  }
+  if (!command_line && (values.count("grid") || values.count("seeds") || values.count("name"))) {
+    throw UsageError(
+        "--grid, --seeds and --name sweep an experiment given with -c FILE; a sweep "
+        "FILE has them in its sweep: section");
+  }
   const std::string launcher = values["launcher"].as<std::string>();
   if (launcher != "local" && launcher != "slurm") {
     throw UsageError("--launcher must be local or slurm, got '" + launcher + "'");
@@ -344,7 +420,9 @@ int run_sweep(const std::vector<std::string>& args) {
   if (values["max-parallel"].as<int64_t>() < 0) throw UsageError("--max-parallel must be >= 0");
   const bool dry_run = values.count("dry-run") != 0;
   const config::Sweep sweep =
-      config::expand(values["file"].as<std::string>(), strings(values, "set"));
+      command_line ? config::expand_command_line(values["config"].as<std::string>(),
+                                                 command_line_sweep(values), strings(values, "set"))
+                   : config::expand(values["file"].as<std::string>(), strings(values, "set"));
   const std::string runs_dir =
       values.count("out") ? values["out"].as<std::string>() : sweep.runs.front().config.log.dir;
   if (!sweep.adaptive) return launch_sweep(sweep, runs_dir, values);

@@ -176,12 +176,12 @@ std::string run_id(const ExperimentConfig& config) {
   return std::string(hex, 12);
 }
 
-Sweep expand(const std::string& path, const std::vector<std::string>& sets) {
-  ConfigBuilder base;
-  const YAML::Node section = base.add_file(path, /*allow_sweep=*/true);
-  const std::string file = fs::path(path).lexically_normal().string();
-  if (section.IsNull())
-    fail(file, "no sweep: section (rows, grid or seeds); use -c for a single run");
+namespace {
+
+// The sweep `section` over the experiment in `base`; `file` names where the section came from in
+// messages and in the manifest.
+Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section, const std::string& file,
+                     const std::vector<std::string>& sets) {
   if (!section.IsMap()) fail(location(file, section), "sweep: expected a mapping");
   check_keys(section, file, "sweep", {"name", "seeds", "rows", "grid"});
 
@@ -299,6 +299,40 @@ Sweep expand(const std::string& path, const std::vector<std::string>& sets) {
     }
   }
   return sweep;
+}
+
+}  // namespace
+
+Sweep expand(const std::string& path, const std::vector<std::string>& sets) {
+  ConfigBuilder base;
+  const YAML::Node section = base.add_file(path, /*allow_sweep=*/true);
+  const std::string file = fs::path(path).lexically_normal().string();
+  if (section.IsNull())
+    fail(file, "no sweep: section (rows, grid or seeds); use -c for a single run");
+  return expand_section(base, section, file, sets);
+}
+
+Sweep expand_command_line(const std::string& experiment, const CommandLineSweep& spec,
+                          const std::vector<std::string>& sets) {
+  ConfigBuilder base;
+  base.add_file(experiment);
+  const std::string file = fs::path(experiment).lexically_normal().string();
+  // The same section the YAML form would hold, so both expand alike (same names and ids).
+  YAML::Node section(YAML::NodeType::Map);
+  if (!spec.name.empty()) section["name"] = spec.name;
+  for (const auto& [key, values] : spec.grid) {
+    if (values.empty()) fail("--grid " + key, "expected KEY=V1,V2,...");
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const std::string& value : values) list.push_back(YAML::Load(value));
+    if (section["grid"] && section["grid"][key]) fail("--grid " + key, "the key is given twice");
+    section["grid"][key] = list;
+  }
+  if (!spec.seeds.empty()) {
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (const std::string& seed : spec.seeds) list.push_back(YAML::Load(seed));
+    section["seeds"] = list;
+  }
+  return expand_section(base, section, file, sets);
 }
 
 const SweepRun& find_run(const Sweep& sweep, const std::string& id_or_name) {

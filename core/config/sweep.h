@@ -56,6 +56,18 @@ struct Sweep {
 // names, and on a file without a sweep: section.
 Sweep expand(const std::string& path, const std::vector<std::string>& sets = {});
 
+// A sweep given on the command line (`attnlab sweep -c FILE --grid KEY=V1,V2 --seeds 1,2
+// --name N`): the same as a YAML sweep section with that grid, those seeds and that name.
+struct CommandLineSweep {
+  std::string name;
+  std::vector<std::pair<std::string, std::vector<std::string>>> grid;  // in the order given
+  std::vector<std::string> seeds;
+};
+// Expands `spec` over the experiment file `experiment` (which must not hold a sweep: section):
+// the runs, names and ids are those of the equivalent YAML sweep.
+Sweep expand_command_line(const std::string& experiment, const CommandLineSweep& spec,
+                          const std::vector<std::string>& sets = {});
+
 // FNV-1a, 64 bit.
 uint64_t fnv1a64(const std::string& text);
 // 12 hex digits of FNV-1a over the "key=value" lines of every option whose value differs from

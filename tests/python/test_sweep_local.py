@@ -348,3 +348,33 @@ def test_a_live_trainer_is_never_doubled_and_a_killed_one_shows_as_interrupted(a
     assert "launching 1 run(s)" in resumed.stdout
     with h5py.File(run_dir / "run.h5", "r") as f:
         assert f.attrs["status"] == "completed"
+
+
+def test_a_command_line_sweep_expands_exactly_like_its_yaml_form(attnlab, tmp_path):
+    """`sweep -c FILE --grid KEY=V1,V2 --seeds 1,2 --name N` declares the runs (ids, names,
+    overrides) of the YAML sweep with that grid, seeds and name; each run is also reachable under
+    its readable name in <sweep>/names/."""
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text(SWEEP.split("sweep:")[0].format(task=TASK, name="exp", steps=10,
+                                                          ranks=1, seeds="", extra=""))
+    yaml_form = tmp_path / "yaml-form.yaml"
+    yaml_form.write_text(f"base: {experiment}\nsweep:\n  name: cli\n"
+                         "  grid: {model.norm: [post, pre], train.lr.warmup: [100, 200]}\n"
+                         "  seeds: [1, 2]\n")
+    run_attnlab(attnlab, "sweep", yaml_form, "--dry-run", "--out", tmp_path / "a")
+    run_attnlab(attnlab, "sweep", "-c", experiment, "--grid", "model.norm=post,pre",
+                "--grid", "train.lr.warmup=100,200", "--seeds", "1,2", "--name", "cli",
+                "--dry-run", "--out", tmp_path / "b")
+    sys.path.insert(0, str(ROOT))
+    from analysis.manifest import read_manifest
+    a = read_manifest(tmp_path / "a" / "cli" / "manifest.yaml")
+    b = read_manifest(tmp_path / "b" / "cli" / "manifest.yaml")
+    assert len(a.runs) == 8 and a.runs == b.runs
+    for run in b.runs:
+        link = tmp_path / "b" / "cli" / "names" / run.name
+        assert link.is_symlink() and link.resolve() == (tmp_path / "b" / "cli" / run.id).resolve()
+    bad = run_attnlab(attnlab, "sweep", "-c", experiment, "--grid", "model.norm", "--dry-run",
+                      check=False)
+    assert bad.returncode == 2 and "expected KEY=V1,V2" in bad.stderr
+    both = run_attnlab(attnlab, "sweep", yaml_form, "--seeds", "1", "--dry-run", check=False)
+    assert both.returncode == 2 and "-c FILE" in both.stderr
