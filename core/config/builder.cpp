@@ -29,14 +29,7 @@ YAML::Node read_yaml(const std::string& path, const std::string& included_from) 
     if (included_from.empty()) fail(path, "config file not found");
     fail(included_from, "base file '" + path + "' not found");
   }
-  try {
-    return YAML::LoadFile(path);
-  } catch (const YAML::ParserException& e) {
-    fail(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1),
-         "YAML syntax error: " + e.msg);
-  } catch (const YAML::Exception& e) {
-    fail(path, std::string("cannot read YAML: ") + e.what());
-  }
+  return load_yaml_file(path);
 }
 
 std::string suggestion(const std::string& key) {
@@ -121,6 +114,14 @@ YAML::Node ConfigBuilder::add_file(const std::string& path, bool allow_sweep) {
 
 void ConfigBuilder::add_file_chain(const std::string& path, const std::string& included_from,
                                    std::vector<std::string>& chain, bool top, YAML::Node* sweep) {
+  // Base files that name the same file several times multiply: 21 files each naming the next
+  // twice would read 2^21 files.
+  constexpr size_t kMaxFilesRead = 256;
+  if (++files_read_ > kMaxFilesRead) {
+    fail(included_from.empty() ? path : included_from,
+         "the base: chains read more than " + std::to_string(kMaxFilesRead) +
+             " files (a file named as a base several times?)");
+  }
   const YAML::Node root = read_yaml(path, included_from);
   std::error_code error;
   const std::string canonical = fs::weakly_canonical(path, error).string();

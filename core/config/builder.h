@@ -48,6 +48,7 @@ class ConfigBuilder {
   std::string where_set(const std::vector<std::string>& keys) const;
 
   ExperimentConfig config_;
+  size_t files_read_ = 0;  // every file of every base chain so far (diamonds counted each time)
   struct Origin {
     std::string where;
     int order = 0;

@@ -233,8 +233,18 @@ Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section, const
   }
 
   // Grid combinations in odometer order: the last axis changes fastest.
+  // Counted before anything is expanded, in a type that cannot overflow at these bounds: a grid
+  // of 10 keys x 10 values would otherwise expand for ever.
   size_t combinations = 1;
-  for (const GridAxis& axis : grid) combinations *= axis.values.size();
+  const size_t per_combination = rows.size() * std::max<size_t>(seeds.size(), 1);
+  for (const GridAxis& axis : grid) {
+    combinations *= axis.values.size();
+    if (combinations * per_combination > kMaxSweepRuns) {
+      fail(location(file, section), "the sweep would hold more than " +
+                                        std::to_string(kMaxSweepRuns) +
+                                        " runs (rows x grid combinations x seeds); split it");
+    }
+  }
   std::map<std::string, std::string> id_owner;    // id -> run name
   std::map<std::string, std::string> name_where;  // run name -> location of its row
   for (const Row& row : rows) {

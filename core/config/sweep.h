@@ -51,6 +51,9 @@ struct Sweep {
   std::vector<std::pair<std::string, std::string>> seed_decisions;
 };
 
+// The most runs one sweep may declare.
+inline constexpr size_t kMaxSweepRuns = 100000;
+
 // Expands the sweep file at `path`. Precedence per run: experiment (with its base chain) < row set
 // < grid values < seed < `sets`. Throws ConfigError on unknown keys, bad values, duplicate runs or
 // names, and on a file without a sweep: section.

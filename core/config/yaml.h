@@ -11,3 +11,20 @@
 #else
 #include <yaml-cpp/yaml.h>
 #endif
+
+#include <string>
+
+namespace attnlab::config {
+
+// Every YAML file the program reads goes through here (experiments, sweeps, cluster profiles,
+// manifests, Slurm records), with limits a hostile or broken file cannot get past: at most
+// kMaxYamlBytes, nesting at most kMaxYamlDepth, at most kMaxYamlNodes nodes once aliases are
+// expanded (an alias loop or a "billion laughs" file stops here instead of exhausting the stack
+// or the memory), one document, and no key twice in a mapping. Throws ConfigError naming
+// path:line:column.
+inline constexpr size_t kMaxYamlBytes = 4u << 20;
+inline constexpr int kMaxYamlDepth = 64;
+inline constexpr size_t kMaxYamlNodes = 200000;
+YAML::Node load_yaml_file(const std::string& path);
+
+}  // namespace attnlab::config

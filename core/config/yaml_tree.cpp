@@ -1,6 +1,8 @@
 // read_yaml_file: yaml-cpp's node graph copied into config::YamlNode.
 #include "core/config/yaml_tree.h"
 
+#include <fstream>
+
 #include "core/config/config.h"
 #include "core/config/yaml.h"
 
@@ -52,14 +54,9 @@ std::string YamlNode::where(const std::string& file) const {
 }
 
 YamlNode read_yaml_file(const std::string& path, const std::string& what) {
-  try {
-    return convert(YAML::LoadFile(path));
-  } catch (const YAML::BadFile&) {
-    throw ConfigError(path + ": cannot read " + what + " (no such file?)");
-  } catch (const YAML::Exception& error) {
-    throw ConfigError(path + ":" + std::to_string(error.mark.line + 1) + ":" +
-                      std::to_string(error.mark.column + 1) + ": " + error.msg);
-  }
+  std::ifstream probe(path);
+  if (!probe) throw ConfigError(path + ": cannot read " + what + " (no such file?)");
+  return convert(load_yaml_file(path));
 }
 
 }  // namespace attnlab::config

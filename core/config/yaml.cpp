@@ -1,0 +1,79 @@
+// load_yaml_file: yaml-cpp behind limits on size, depth, expanded size and duplicate keys.
+#include "core/config/yaml.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/config/config.h"
+
+namespace attnlab::config {
+namespace {
+
+std::string at(const std::string& path, const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.is_null()) return path;
+  return path + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// Walks the node graph as a reader would see it (aliases expanded), counting nodes.
+void check_node(const YAML::Node& node, const std::string& path, int depth, size_t& nodes) {
+  if (++nodes > kMaxYamlNodes) {
+    throw ConfigError(at(path, node) + ": more than " + std::to_string(kMaxYamlNodes) +
+                      " YAML nodes once aliases are expanded (an alias loop or an alias bomb?)");
+  }
+  if (depth > kMaxYamlDepth) {
+    throw ConfigError(at(path, node) + ": YAML nested deeper than " +
+                      std::to_string(kMaxYamlDepth) + " levels (an alias that contains itself?)");
+  }
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) check_node(item, path, depth + 1, nodes);
+  } else if (node.IsMap()) {
+    std::set<std::string> keys;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const YAML::Node key = it->first;
+      const YAML::Node value = it->second;
+      if (key.IsScalar() && !keys.insert(key.Scalar()).second) {
+        throw ConfigError(at(path, key) + ": key '" + key.Scalar() +
+                          "' appears twice in one mapping");
+      }
+      check_node(key, path, depth + 1, nodes);
+      check_node(value, path, depth + 1, nodes);
+    }
+  }
+}
+
+}  // namespace
+
+YAML::Node load_yaml_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot read the file (no such file?)");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  if (text.size() > kMaxYamlBytes) {
+    throw ConfigError(path + ": " + std::to_string(text.size()) + " bytes, more than the " +
+                      std::to_string(kMaxYamlBytes) + " a YAML file of attnlab may hold");
+  }
+  if (text.find('\0') != std::string::npos) {
+    throw ConfigError(path + ": holds a NUL byte: not a YAML text file");
+  }
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(text);
+  } catch (const YAML::Exception& error) {
+    throw ConfigError(path + ":" + std::to_string(error.mark.line + 1) + ":" +
+                      std::to_string(error.mark.column + 1) + ": YAML syntax error: " + error.msg);
+  }
+  if (documents.size() > 1) {
+    throw ConfigError(at(path, documents[1]) +
+                      ": a second YAML document ('---'); one file holds "
+                      "one document");
+  }
+  const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
+  size_t nodes = 0;
+  check_node(root, path, 0, nodes);
+  return root;
+}
+
+}  // namespace attnlab::config
