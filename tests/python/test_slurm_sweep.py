@@ -244,7 +244,8 @@ def test_a_corpus_sweep_finds_its_data_through_slurm_and_from_any_directory(attn
     assert f"src: {work}/data/train.en" in config
     # The data gone where the run starts: exit 2, the key, the path and the host.
     (work / "data" / "dev.es").unlink()
-    run_dir = next(d for d in (tmp_path / "local" / "corpus").iterdir() if d.is_dir())
+    run_dir = next(d for d in (tmp_path / "local" / "corpus").iterdir()
+                   if (d / "config.yaml").is_file())
     gone = run_attnlab(attnlab, "train", "-c", run_dir / "config.yaml", "--out",
                        tmp_path / "elsewhere", check=False)
     assert gone.returncode == 2, gone.stderr
