@@ -1,6 +1,7 @@
 // `attnlab inspect RUN.h5|DIR`: what a run is and how far it got — config summary, status,
 // steps, last and best metrics, and its checkpoints.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -38,13 +39,96 @@ void print_metric(const io::SeriesData& series, const std::string& column, bool 
               values.back(), steps.back(), values[best], steps[best]);
 }
 
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (byte < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", byte);
+      out += escaped;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+// JSON has no inf or nan: those become null.
+std::string json_number(double value) {
+  if (!std::isfinite(value)) return "null";
+  char text[40];
+  std::snprintf(text, sizeof(text), "%.17g", value);
+  return text;
+}
+
+std::string json_series(const io::SeriesData& series) {
+  std::string out = "{";
+  for (size_t c = 0; c < series.columns.size(); ++c) {
+    out += (c ? ", " : "") + json_string(series.columns[c]) + ": [";
+    for (size_t r = 0; r < series.values[c].size(); ++r) {
+      out += (r ? ", " : "") + json_number(series.values[c][r]);
+    }
+    out += "]";
+  }
+  return out + "}";
+}
+
+// One JSON object: identity, status, flattened config, summary and the /train and /eval series.
+std::string run_json(const io::RunContents& run, const std::string& path) {
+  std::string out = "{\"path\": " + json_string(path) +
+                    ", \"run_id\": " + json_string(run.info.run_id) +
+                    ", \"sweep_id\": " + json_string(run.info.sweep_id) +
+                    ", \"status\": " + json_string(io::to_string(run.status)) +
+                    ", \"host\": " + json_string(run.info.host) +
+                    ", \"git_commit\": " + json_string(run.info.git_commit) + ", \"config\": {";
+  for (size_t i = 0; i < run.config.size(); ++i) {
+    out += (i ? ", " : "") + json_string(run.config[i].first) + ": " +
+           json_string(run.config[i].second);
+  }
+  out += "}, \"summary\": {";
+  bool first = true;
+  for (const auto& [name, value] : run.summary_numbers) {
+    out += (first ? "" : ", ") + json_string(name) + ": " + json_number(value);
+    first = false;
+  }
+  for (const auto& [name, value] : run.summary_texts) {
+    out += (first ? "" : ", ") + json_string(name) + ": " + json_string(value);
+    first = false;
+  }
+  return out + "}, \"train\": " + json_series(run.train) + ", \"eval\": " + json_series(run.eval) +
+         "}";
+}
+
+std::string series_csv(const io::SeriesData& series) {
+  std::string out;
+  for (size_t c = 0; c < series.columns.size(); ++c) out += (c ? "," : "") + series.columns[c];
+  out += "\n";
+  for (int64_t r = 0; r < series.rows; ++r) {
+    for (size_t c = 0; c < series.columns.size(); ++c) {
+      char text[40];
+      std::snprintf(text, sizeof(text), "%.17g", series.values[c][static_cast<size_t>(r)]);
+      out += (c ? "," : "") + std::string(text);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 int run_inspect(const std::vector<std::string>& args) {
   po::options_description options("inspect options");
-  options.add_options()("run", po::value<std::string>(), "a run.h5 file or a run directory");
+  options.add_options()("run", po::value<std::string>(), "a run.h5 file or a run directory")(
+      "json", "print the run as one JSON object (config, summary, /train and /eval series)")(
+      "csv", po::value<std::string>(), "print the /train or /eval series as CSV (train|eval)");
   po::positional_options_description positional;
   positional.add("run", 1);
   po::variables_map values;
-  if (!parse("inspect", "RUN.h5|RUN_DIR", args, options, positional, values)) return kExitOk;
+  if (!parse("inspect", "RUN.h5|RUN_DIR [--json | --csv train|eval]", args, options, positional,
+             values))
+    return kExitOk;
   if (!values.count("run")) throw UsageError("inspect needs a run file or directory");
   std::string path = values["run"].as<std::string>();
   std::string dir = fs::path(path).parent_path().string();
@@ -54,6 +138,18 @@ int run_inspect(const std::vector<std::string>& args) {
   }
   CHECK(fs::exists(path)) << path << ": no such run file";
   const io::RunContents run = io::read_run(path);
+  if (values.count("json")) {
+    std::printf("%s\n", run_json(run, path).c_str());
+    return kExitOk;
+  }
+  if (values.count("csv")) {
+    const std::string which = values["csv"].as<std::string>();
+    if (which != "train" && which != "eval") {
+      throw UsageError("--csv takes train or eval, got '" + which + "'");
+    }
+    std::fputs(series_csv(which == "train" ? run.train : run.eval).c_str(), stdout);
+    return kExitOk;
+  }
 
   std::printf("run %s  (%s)\n", run.info.run_id.c_str(), path.c_str());
   std::printf("  status           %s\n", io::to_string(run.status));

@@ -64,13 +64,12 @@ void Progress::on_step(const TrainRow& row) {
 
 void Progress::on_eval(const EvalRow& eval) {
   finish();
-  if (eval.accuracy >= 0) {
-    std::fprintf(out_, "eval step %ld: dev loss %.4f  ppl %.3f  exact-match accuracy %.2f%%\n",
-                 static_cast<long>(eval.step), eval.loss, eval.ppl, 100.0 * eval.accuracy);
-  } else {
-    std::fprintf(out_, "eval step %ld: dev loss %.4f  ppl %.3f\n", static_cast<long>(eval.step),
-                 eval.loss, eval.ppl);
-  }
+  std::fprintf(out_, "eval step %ld: dev loss %.4f  ppl %.3f", static_cast<long>(eval.step),
+               eval.loss, eval.ppl);
+  if (eval.accuracy >= 0)
+    std::fprintf(out_, "  exact-match accuracy %.2f%%", 100.0 * eval.accuracy);
+  if (eval.bleu >= 0) std::fprintf(out_, "  BLEU %.2f", eval.bleu);
+  std::fprintf(out_, "\n");
   std::fflush(out_);
 }
 

@@ -195,6 +195,7 @@ TEST(Experiments, EveryFileLoadsAndSweepsHaveTheirSizes) {
                                                      {"small/study.yaml", 16},
                                                      {"small/table3.yaml", 60},
                                                      {"small/pilot-lr.yaml", 24},
+                                                     {"small/table3-plateau.yaml", 80},
                                                      {"studies/heads.yaml", 2},
                                                      {"studies/positions_length.yaml", 2},
                                                      {"studies/sqrt_dk.yaml", 10},

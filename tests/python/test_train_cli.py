@@ -359,3 +359,26 @@ def test_a_kill_while_a_run_finishes_resumes_to_the_same_summary(attnlab, tmp_pa
         assert fb.attrs["status"] == "completed"
         np.testing.assert_array_equal(fa["attention/probe_0/decoder_cross/layer_0"][...],
                                       fb["attention/probe_0/decoder_cross/layer_0"][...])
+
+
+def test_inspect_exports_the_run_as_json_and_its_series_as_csv(attnlab, tmp_path):
+    import csv
+    import io
+    import json
+    out = tmp_path / "run"
+    train(attnlab, out, *STOP, steps=60)
+    exported = json.loads(run_attnlab(attnlab, "inspect", out, "--json").stdout)
+    with h5py.File(out / "run.h5", "r") as f:
+        assert exported["status"] == f.attrs["status"]
+        assert exported["config"]["model.d_model"] == "32"
+        for name, value in f["summary"].attrs.items():
+            value = value.decode() if isinstance(value, bytes) else value
+            assert exported["summary"][name] == value, name
+        for group in ("train", "eval"):
+            for column in f[group]:
+                assert exported[group][column] == list(f[group][column][...]), (group, column)
+    rows = list(csv.DictReader(io.StringIO(run_attnlab(attnlab, "inspect", out, "--csv",
+                                                       "eval").stdout)))
+    assert [float(r["loss"]) for r in rows] == exported["eval"]["loss"]
+    bad = run_attnlab(attnlab, "inspect", out, "--csv", "summary", check=False)
+    assert bad.returncode == 2

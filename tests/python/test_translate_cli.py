@@ -59,7 +59,8 @@ def attnlab_in(binary, cwd, *args, check=True):
 def trained(attnlab, tmp_path_factory):
     """One tiny run on the fixture, shared by the tests that only read it."""
     work = make_workdir(tmp_path_factory.mktemp("bible"))
-    attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "run")
+    result = attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "run")
+    (work / "train.stderr").write_text(result.stderr)
     return work
 
 
@@ -77,6 +78,10 @@ def test_training_logs_dev_bleu_and_the_tokenizer(trained):
         lines = sum(1 for _ in open(FIXTURE / "train.en", encoding="utf-8"))
         assert summary["train_pairs"] + summary["train_pairs_skipped"] == lines
         assert summary["final_dev_bleu"] == bleu[-1]
+    # Dev BLEU is printed with every evaluation that computes it.
+    printed = [line for line in (trained / "train.stderr").read_text().splitlines()
+               if line.startswith("eval step ")]
+    assert [f"BLEU {b:.2f}" in line for line, b in zip(printed, bleu)] == [True] * len(bleu)
 
 
 def test_eval_writes_bleu_ppl_and_hypotheses(attnlab, trained):
