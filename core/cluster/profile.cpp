@@ -1,6 +1,7 @@
 // Loading and checking cluster profiles (strict: unknown keys and wrong types are errors).
 #include "core/cluster/profile.h"
 
+#include <cstdlib>
 #include <set>
 
 #include "core/cluster/shell.h"
@@ -26,6 +27,17 @@ int64_t read_integer(const YamlNode& node, const std::string& at, int64_t minimu
                       std::to_string(*node.integer));
   }
   return *node.integer;
+}
+
+double read_number(const YamlNode& node, const std::string& at, double minimum) {
+  char* end = nullptr;
+  const std::string text = node.text();
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(value >= minimum)) {
+    throw ConfigError(at + ": expected a number >= " + std::to_string(minimum) + ", got '" + text +
+                      "'");
+  }
+  return value;
 }
 
 bool read_bool(const YamlNode& node, const std::string& at) {
@@ -78,9 +90,23 @@ SlurmProfile load_profile(const std::string& path) {
   profile.source = path;
   if (root.is_null()) return profile;
   if (!root.is_map()) throw ConfigError(path + ": a cluster profile is a mapping of keys");
-  static const std::set<std::string> known = {
-      "partition",  "account",  "qos",         "time",           "mem",    "ranks", "cpus_per_task",
-      "overcommit", "launcher", "max_running", "signal_seconds", "sbatch", "env",   "setup"};
+  static const std::set<std::string> known = {"partition",
+                                              "account",
+                                              "qos",
+                                              "time",
+                                              "mem",
+                                              "ranks",
+                                              "cpus_per_task",
+                                              "overcommit",
+                                              "launcher",
+                                              "max_running",
+                                              "signal_seconds",
+                                              "sbatch",
+                                              "env",
+                                              "setup",
+                                              "cores_per_node",
+                                              "network_bandwidth",
+                                              "network_latency_us"};
   for (size_t i = 0; i < root.fields.size(); ++i) {
     const auto& [key, value] = root.fields[i];
     const std::string at = root.keys[i].where(path) + ": " + key;
@@ -100,6 +126,9 @@ SlurmProfile load_profile(const std::string& path) {
     if (key == "max_running") profile.max_running = read_integer(value, at, 0);
     if (key == "signal_seconds") profile.signal_seconds = read_integer(value, at, 0);
     if (key == "overcommit") profile.overcommit = read_bool(value, at);
+    if (key == "cores_per_node") profile.cores_per_node = read_integer(value, at, 0);
+    if (key == "network_bandwidth") profile.network_bandwidth = read_number(value, at, 1e-6);
+    if (key == "network_latency_us") profile.network_latency_us = read_number(value, at, 0.0);
     if (key == "sbatch") profile.sbatch = read_strings(value, at);
     if (key == "setup") profile.setup = read_strings(value, at);
     if (key == "env") {

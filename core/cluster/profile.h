@@ -15,6 +15,9 @@
 //   sbatch: [--constraint=avx2]   # more #SBATCH options, each --name or --name=value
 //   env: {OPENBLAS_CORETYPE: Haswell}   # exported before training (values are quoted)
 //   setup: ["module load openmpi"]      # shell lines run before training, as written
+//   cores_per_node: 0             # for `attnlab plan` (0: this machine's cores)
+//   network_bandwidth: 10         # GB/s between two nodes, for `attnlab plan`
+//   network_latency_us: 5         # microseconds per message, for `attnlab plan`
 #pragma once
 
 #include <cstdint>
@@ -40,6 +43,9 @@ struct SlurmProfile {
   std::vector<std::string> sbatch;
   std::vector<std::pair<std::string, std::string>> env;
   std::vector<std::string> setup;
+  int64_t cores_per_node = 0;
+  double network_bandwidth = 10.0;  // GB/s
+  double network_latency_us = 5.0;
 };
 
 // Reads and checks a profile. Unknown keys, wrong types and values that could not be written

@@ -1,4 +1,4 @@
-// The parameter name table of the paper's Transformer (names as in fairseq, see design.md).
+// The parameter name table of the paper's Transformer (names as in fairseq, see docs/design.md).
 #include "core/model/param_table.h"
 
 #include <cmath>

@@ -4,7 +4,7 @@
 // Shape legend: B batch, S source length, T target (query) length, D d_model, H heads, K d_k,
 // V d_v, F d_ff, N vocabulary, M rows (B*T flattened), P max positions.
 //
-// The gradient rule (conventions.md #2): parameter gradients accumulate (+=), activation gradients
+// The gradient rule: parameter gradients accumulate (+=), activation gradients
 // are assigned (=), except where an argument `accumulate` says the caller sums two paths (the
 // residual stream, the encoder output read by every decoder layer).
 // No op allocates: callers pass every output and scratch buffer (the model's workspace owns them).

@@ -378,3 +378,27 @@ def test_a_command_line_sweep_expands_exactly_like_its_yaml_form(attnlab, tmp_pa
     assert bad.returncode == 2 and "expected KEY=V1,V2" in bad.stderr
     both = run_attnlab(attnlab, "sweep", yaml_form, "--seeds", "1", "--dry-run", check=False)
     assert both.returncode == 2 and "-c FILE" in both.stderr
+
+
+def test_plan_prices_a_sweep_from_a_given_rate_and_from_its_own_logs(attnlab, tmp_path):
+    """`attnlab plan`: with --rate, a row's wall time is steps x step FLOPs / (cores x rate) and
+    its core-hours that x cores x runs (numbers from `attnlab params`); once runs have finished,
+    the rate comes from their logs."""
+    import re
+    sweep = write_sweep(tmp_path, name="priced", steps=20)
+    profile = tmp_path / "profile.yaml"
+    profile.write_text("cores_per_node: 4\nnetwork_bandwidth: 1\nnetwork_latency_us: 10\n")
+    out = run_attnlab(attnlab, "plan", sweep, "--profile", profile, "--rate", "2",
+                      "--out", tmp_path / "runs").stdout
+    assert "rate: 2.00 GFLOP/s per core, given with --rate" in out
+    assert "4 cores per node, 1 GB/s and 10 us" in out
+    rows = re.findall(r"^(norm-\w+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+.*\s([\d.e+-]+)$", out,
+                      re.M)
+    assert len(rows) == 2, out
+    for _, runs, steps, gflop_step, _, core_hours in rows:
+        wall = int(steps) * float(gflop_step) / (4 * 2)
+        # Printed with three significant digits.
+        assert float(core_hours) == pytest.approx(wall * 4 * int(runs) / 3600, rel=5e-3)
+    run_attnlab(attnlab, "sweep", sweep, "--out", tmp_path / "runs", timeout=300)
+    measured = run_attnlab(attnlab, "plan", sweep, "--out", tmp_path / "runs").stdout
+    assert "measured from 4 finished run(s) of this sweep" in measured

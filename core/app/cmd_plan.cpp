@@ -1,0 +1,247 @@
+// `attnlab plan SWEEP [--profile P] [--rate GFLOPS] [--out DIR]`: what a sweep would cost on a
+// cluster before it is submitted: per row and in total, the wall time and core-hours of its runs
+// from counted FLOPs and a per-core rate measured here, and how one run scales over nodes under
+// the ring-allreduce model of core/cluster/cost_model.h.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "core/app/cli.h"
+#include "core/cluster/cost_model.h"
+#include "core/cluster/environment.h"
+#include "core/cluster/profile.h"
+#include "core/config/config.h"
+#include "core/config/sweep.h"
+#include "core/dist/comm.h"
+#include "core/io/run_log.h"
+#include "core/model/param_count.h"
+#include "core/train/run.h"
+
+namespace attnlab::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Training FLOPs per second per core of a finished run, from its /train series: counted FLOPs
+// per target token x the tokens trained between the first and the last logged step / the wall
+// time between them (so start-up and the final evaluation do not count), divided by the cores.
+std::optional<double> measured_rate(const io::RunContents& run) {
+  const auto flops = run.summary_numbers.find("train_flops");
+  const auto tokens = run.summary_numbers.find("train_tokens");
+  if (flops == run.summary_numbers.end() || tokens == run.summary_numbers.end() ||
+      tokens->second <= 0 || run.train.rows < 3) {
+    return std::nullopt;
+  }
+  const std::vector<double>& seen = run.train.column("tokens");
+  const std::vector<double>& wall = run.train.column("wall_time");
+  const double seconds = wall.back() - wall.front();
+  if (seconds <= 0) return std::nullopt;
+  const double cores = static_cast<double>(std::max<int64_t>(run.info.world_size, 1) *
+                                           std::max<int64_t>(run.info.threads, 1));
+  return flops->second / tokens->second * (seen.back() - seen.front()) / seconds / cores;
+}
+
+// A short run of `config` on one rank and one thread in a temporary directory: its rate.
+double calibrate(ExperimentConfig config, int64_t steps) {
+  config.train.steps = steps;
+  config.train.stop = StopConfig{};
+  config.train.max_epochs = 0;
+  config.eval.every = 0;
+  config.eval.final_bleu = false;
+  config.eval.bleu_during_training = false;
+  config.log.every = 1;
+  config.log.diagnostics_every = 0;
+  config.log.attention_probes.clear();
+  config.cluster.ranks = 1;
+  config.cluster.threads_per_rank = 1;
+  config.train.checkpoint_every = 0;
+  std::string dir = (fs::temp_directory_path() / "attnlab-plan-XXXXXX").string();
+  CHECK(::mkdtemp(dir.data()) != nullptr) << "cannot create a temporary directory";
+  RunRequest request;
+  request.config = config;
+  request.out_dir = dir + "/run";
+  request.quiet = true;
+  request.command_line = "attnlab plan (calibration)";
+  std::unique_ptr<dist::Comm> comm = dist::make_comm();
+  run_training(request, *comm);
+  const io::RunContents run = io::read_run(request.out_dir + "/run.h5");
+  fs::remove_all(dir);
+  const std::optional<double> rate = measured_rate(run);
+  CHECK(rate.has_value()) << "the calibration run measured no rate";
+  return *rate;
+}
+
+std::string duration(double seconds) {
+  char text[32];
+  if (seconds < 90) {
+    std::snprintf(text, sizeof(text), "%.0f s", seconds);
+  } else if (seconds < 5400) {
+    std::snprintf(text, sizeof(text), "%.1f min", seconds / 60);
+  } else if (seconds < 3 * 86400) {
+    std::snprintf(text, sizeof(text), "%.1f h", seconds / 3600);
+  } else {
+    std::snprintf(text, sizeof(text), "%.1f d", seconds / 86400);
+  }
+  return text;
+}
+
+struct RowPlan {
+  std::string row;
+  int64_t runs = 0;
+  double step_flops = 0;  // of one run
+  int64_t steps = 0;      // train.steps: the cap when stop rules may end a run sooner
+  int64_t params = 0;
+};
+
+int run_plan(const std::vector<std::string>& args) {
+  po::options_description options("plan options");
+  options.add_options()("file", po::value<std::string>(), "sweep YAML")(
+      "profile", po::value<std::string>(),
+      "cluster profile: cores_per_node, network_bandwidth, network_latency_us")(
+      "rate", po::value<double>(),
+      "training GFLOP/s per core (default: measured from the sweep's finished runs under --out, "
+      "else by a short calibration run here)")(
+      "calibration-steps", po::value<int64_t>()->default_value(30), "steps of that run")(
+      "out", po::value<std::string>(), "runs directory of the sweep (default: log.dir)");
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  po::variables_map values;
+  if (!parse("plan", "SWEEP [--profile P] [--rate GFLOPS] [--out DIR]", args, options, positional,
+             values)) {
+    return kExitOk;
+  }
+  if (!values.count("file")) throw UsageError("plan needs a sweep file: attnlab plan SWEEP");
+  const config::Sweep sweep = config::expand(values["file"].as<std::string>());
+  const cluster::SlurmProfile profile =
+      values.count("profile") ? cluster::load_profile(values["profile"].as<std::string>())
+                              : cluster::SlurmProfile{};
+  cluster::CostModel model;
+  model.cores_per_node =
+      profile.cores_per_node > 0 ? profile.cores_per_node : cluster::available_cores();
+  model.bandwidth = profile.network_bandwidth * 1e9;
+  model.latency = profile.network_latency_us * 1e-6;
+
+  // The per-core rate: given, or from this sweep's logs, or from a calibration run.
+  const std::string runs_dir =
+      values.count("out") ? values["out"].as<std::string>() : sweep.runs.front().config.log.dir;
+  std::string rate_source;
+  double rate = 0.0;
+  if (values.count("rate")) {
+    rate = values["rate"].as<double>() * 1e9;
+    if (!(rate > 0)) throw UsageError("--rate must be > 0");
+    rate_source = "given with --rate";
+  } else {
+    double sum = 0.0;
+    int64_t count = 0;
+    for (const config::SweepRun& run : sweep.runs) {
+      const fs::path log = fs::path(runs_dir) / sweep.name / run.id / "run.h5";
+      if (!fs::exists(log)) continue;
+      try {
+        const io::RunContents contents = io::read_run(log.string());
+        if (contents.status != io::RunStatus::completed) continue;
+        if (const auto measured = measured_rate(contents)) {
+          sum += *measured;
+          ++count;
+        }
+      } catch (const Error&) {
+        continue;  // a damaged log does not stop a plan
+      }
+    }
+    if (count > 0) {
+      rate = sum / static_cast<double>(count);
+      rate_source = "measured from " + std::to_string(count) + " finished run(s) of this sweep";
+    } else {
+      const int64_t steps = values["calibration-steps"].as<int64_t>();
+      if (steps < 3) throw UsageError("--calibration-steps must be >= 3");
+      std::cout << "calibrating: " << steps << " steps of " << sweep.runs.front().name
+                << " on one core..." << std::endl;
+      rate = calibrate(sweep.runs.front().config, steps);
+      rate_source = "measured by a " + std::to_string(steps) + "-step run of " +
+                    sweep.runs.front().name + " on one core of this machine";
+    }
+  }
+  model.flops_per_core = rate;
+
+  // Per row: FLOPs of one step at the longest allowed length over two (state it), runs, steps.
+  std::vector<RowPlan> rows;
+  for (const config::SweepRun& run : sweep.runs) {
+    const ExperimentConfig& c = run.config;
+    const int64_t length = std::max<int64_t>(
+        1, (c.data.task == "corpus" ? c.data.max_length : c.data.synthetic.max_length + 1) / 2);
+    const double target_tokens =
+        static_cast<double>(c.train.batch_tokens * c.train.accumulate) / 2.0;
+    auto found =
+        std::find_if(rows.begin(), rows.end(), [&](const RowPlan& r) { return r.row == run.row; });
+    if (found == rows.end()) {
+      int64_t params = 0;
+      for (const ComponentCount& count : parameter_counts(c.model)) params += count.params;
+      rows.push_back({run.row, 0,
+                      target_tokens * training_flops_per_target_token(c.model, length, length),
+                      c.train.steps, params});
+      found = rows.end() - 1;
+    }
+    ++found->runs;
+  }
+
+  std::printf("plan for sweep %s: %zu runs in %zu rows%s\n", sweep.name.c_str(), sweep.runs.size(),
+              rows.size(),
+              sweep.adaptive ? " (adaptive seeds: every row counted at its maximum)" : "");
+  std::printf("rate: %.2f GFLOP/s per core, %s\n", rate / 1e9, rate_source.c_str());
+  std::printf("cluster: %ld cores per node, %.3g GB/s and %.3g us between nodes%s\n",
+              static_cast<long>(model.cores_per_node), profile.network_bandwidth,
+              profile.network_latency_us,
+              profile.source.empty() ? " (defaults; set them in a profile)"
+                                     : (" (" + profile.source + ")").c_str());
+  std::printf(
+      "steps are train.steps (a cap when stop rules end runs sooner); a step's FLOPs are "
+      "counted at half the longest allowed length\n\n");
+  std::printf("%-24s %5s %8s %12s %12s %14s %12s\n", "row", "runs", "steps", "GFLOP/step", "params",
+              "wall/run", "core-hours");
+  double total_core_seconds = 0.0, total_flops = 0.0;
+  for (const RowPlan& row : rows) {
+    const cluster::StepCost one = cluster::step_cost(model, row.step_flops, 4.0 * row.params, 1);
+    const double wall = one.total() * static_cast<double>(row.steps);
+    const double core_seconds =
+        wall * static_cast<double>(model.cores_per_node) * static_cast<double>(row.runs);
+    total_core_seconds += core_seconds;
+    total_flops += row.step_flops * static_cast<double>(row.steps * row.runs);
+    std::printf("%-24s %5ld %8ld %12.3f %12ld %14s %12.3g\n", row.row.c_str(),
+                static_cast<long>(row.runs), static_cast<long>(row.steps), row.step_flops / 1e9,
+                static_cast<long>(row.params), duration(wall).c_str(), core_seconds / 3600);
+  }
+  std::printf(
+      "\ntotal: %.3g training FLOPs, %.3g core-hours; %s on one node of %ld cores, runs "
+      "one after another\n",
+      total_flops, total_core_seconds / 3600,
+      duration(total_core_seconds / static_cast<double>(model.cores_per_node)).c_str(),
+      static_cast<long>(model.cores_per_node));
+  // Independent runs fill nodes with perfect efficiency; one run over many nodes pays the
+  // allreduce, which is what the table shows for the first row.
+  const RowPlan& first = rows.front();
+  std::printf(
+      "\none run of %s spread over nodes (data parallel; runs of a sweep can instead "
+      "take one node each at full efficiency):\n",
+      first.row.c_str());
+  std::printf("%6s %12s %12s %11s %14s\n", "nodes", "compute s", "allreduce s", "efficiency",
+              "wall/run");
+  for (int64_t nodes = 1; nodes <= 64; nodes *= 2) {
+    const cluster::StepCost cost =
+        cluster::step_cost(model, first.step_flops, 4.0 * first.params, nodes);
+    std::printf("%6ld %12.4g %12.4g %10.1f%% %14s\n", static_cast<long>(nodes), cost.compute,
+                cost.comm, 100.0 * cost.efficiency,
+                duration(cost.total() * static_cast<double>(first.steps)).c_str());
+  }
+  return kExitOk;
+}
+
+const CommandRegistration kRegister{
+    "plan", "estimate a sweep's wall time and core-hours on a cluster, and its scaling over nodes",
+    &run_plan};
+
+}  // namespace
+}  // namespace attnlab::cli
