@@ -17,10 +17,13 @@
 import dataclasses
 import re
 
+import yaml
+
 from analysis.errors import AnalysisError
-from analysis.flowyaml import FlowError, parse_flow
 
 _SEED_SUFFIX = re.compile(r"\.seed[0-9]+$")
+# The C loader when Debian's PyYAML has it (it does), else the pure-Python one.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclasses.dataclass
@@ -52,68 +55,47 @@ class Manifest:
 _RUN_KEYS = {"id", "name", "group", "seed", "overrides", "paper"}
 
 
-def _split_entry(text, path, number):
-    key, colon, value = text.partition(":")
-    if not colon or not key.strip():
-        raise AnalysisError(f"{path}:{number}: expected 'key: value', found {text.strip()!r}")
+def load_yaml(text, path):
+    """One YAML document with PyYAML's safe loader; AnalysisError names path:line:column."""
     try:
-        return key.strip(), parse_flow(value.strip()) if value.strip() else None
-    except FlowError as error:
-        raise AnalysisError(f"{path}:{number}: {error}") from None
+        return yaml.load(text, Loader=_LOADER)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise AnalysisError(f"{where}: {error.problem}") from None
+    except yaml.YAMLError as error:
+        raise AnalysisError(f"{path}: {error}") from None
 
 
-def _finish_run(fields, path, number):
-    missing = sorted({"id", "name", "seed"} - fields.keys())
+def _run(entry, path, index):
+    where = f"{path}: runs[{index}]"
+    if not isinstance(entry, dict):
+        raise AnalysisError(f"{where}: expected a mapping (id, name, seed, ...)")
+    unknown = sorted(set(entry) - _RUN_KEYS)
+    if unknown:
+        raise AnalysisError(f"{where}: unknown run key '{unknown[0]}' (expected "
+                            f"{', '.join(sorted(_RUN_KEYS))})")
+    missing = sorted({"id", "name", "seed"} - entry.keys())
     if missing:
-        raise AnalysisError(f"{path}:{number}: run entry without {', '.join(missing)}")
-    overrides = fields.get("overrides") or {}
-    paper = fields.get("paper") or {}
+        raise AnalysisError(f"{where}: run entry without {', '.join(missing)}")
+    overrides = entry.get("overrides") or {}
+    paper = entry.get("paper") or {}
     if not isinstance(overrides, dict) or not isinstance(paper, dict):
-        raise AnalysisError(f"{path}:{number}: overrides and paper must be {{key: value}} maps")
-    return ManifestRun(id=str(fields["id"]), name=str(fields["name"]),
-                       group=str(fields.get("group") or ""), seed=int(fields["seed"]),
+        raise AnalysisError(f"{where}: overrides and paper must be {{key: value}} maps")
+    return ManifestRun(id=str(entry["id"]), name=str(entry["name"]),
+                       group=str(entry.get("group") or ""), seed=int(entry["seed"]),
                        overrides=overrides, paper={k: float(v) for k, v in paper.items()})
 
 
 def parse_manifest(text, path="manifest.yaml"):
-    """The Manifest in `text`; AnalysisError names path:line for anything unexpected."""
-    top = {}
-    runs = []
-    current = None
-    current_line = 0
-    in_runs = False
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.rstrip()
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        indent = len(line) - len(line.lstrip())
-        if indent == 0:
-            if current is not None:
-                runs.append(_finish_run(current, path, current_line))
-                current = None
-            key, value = _split_entry(line, path, number)
-            top[key] = value
-            in_runs = key == "runs"
-            continue
-        if not in_runs:
-            raise AnalysisError(f"{path}:{number}: unexpected indented line outside 'runs:'")
-        body = line.strip()
-        if body.startswith("- "):
-            if current is not None:
-                runs.append(_finish_run(current, path, current_line))
-            current, current_line = {}, number
-            body = body[2:]
-        elif current is None:
-            raise AnalysisError(f"{path}:{number}: expected '- id: ...' to start a run entry")
-        key, value = _split_entry(body, path, number)
-        if key not in _RUN_KEYS:
-            raise AnalysisError(f"{path}:{number}: unknown run key '{key}' (expected "
-                                f"{', '.join(sorted(_RUN_KEYS))})")
-        current[key] = value
-    if current is not None:
-        runs.append(_finish_run(current, path, current_line))
-    if "sweep" not in top:
+    """The Manifest in `text`; AnalysisError names the path (and line) of anything unexpected."""
+    top = load_yaml(text, path)
+    if not isinstance(top, dict) or "sweep" not in top:
         raise AnalysisError(f"{path}: not an attnlab sweep manifest (no 'sweep:' line)")
+    entries = top.get("runs") or []
+    if not isinstance(entries, list):
+        raise AnalysisError(f"{path}: runs: expected a list of run entries")
+    runs = [_run(entry, path, index) for index, entry in enumerate(entries)]
     ids = [run.id for run in runs]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:

@@ -71,17 +71,19 @@ def curves(sweep, frame, path):
     rows = sorted(frame["model_row"].unique())
     figure, axes = plt.subplots(1, len(rows), figsize=(5.5 * len(rows), 4.2), sharey=True,
                                 squeeze=False)
-    recipes = sorted({(p, w) for p, w in zip(frame[PEAK], frame[WARMUP])})
-    colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, len(recipes)))
+    recipes = sorted({(float(p), int(w)) for p, w in zip(frame[PEAK], frame[WARMUP])})
+    peaks = sorted({p for p, _ in recipes})
+    warmups = sorted({w for _, w in recipes})
+    colors = dict(zip(peaks, plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(peaks)))))
+    styles = dict(zip(warmups, ["-", "--", ":", "-."] * len(warmups)))
     for axis, row in zip(axes[0], rows):
-        for color, (peak, warmup) in zip(colors, recipes):
+        for peak, warmup in recipes:
             part = evaluation[(evaluation["model_row"] == row) & (evaluation["peak"] == peak)
                               & (evaluation["warmup"] == warmup)]
             if part.empty:
                 continue
             mean = part.groupby("step")["loss"].mean()
-            style = "-" if warmup == min(w for _, w in recipes) else "--"
-            axis.plot(mean.index, mean.to_numpy(), style, color=color,
+            axis.plot(mean.index, mean.to_numpy(), styles[warmup], color=colors[peak],
                       label=f"peak {peak:g}, warmup {warmup}")
         axis.set_title(row)
         axis.set_xlabel("step")
@@ -92,7 +94,7 @@ def curves(sweep, frame, path):
     plt.close(figure)
 
 
-def markdown(sweep, frame, choice):
+def markdown(sweep, frame, choice, notes=None):
     peak, warmup, score, scores = choice
     lines = [f"# Learning-rate pilot ({sweep.name})", "",
              f"Runs: `{sweep.directory}` ({len(sweep.runs)} runs; sweep file "
@@ -111,6 +113,8 @@ def markdown(sweep, frame, choice):
         lines.append(f"| {p:g} | {int(w)} | {math.exp(s):.2f} |")
     lines += ["", f"**Chosen: peak {peak:g}, warmup {warmup}** (geometric mean dev PPL "
               f"{math.exp(score):.2f}).", "", "![dev loss curves](pilot_curves.png)", ""]
+    if notes:
+        lines += ["## Discussion", "", notes, ""]
     return "\n".join(lines) + "\n"
 
 
@@ -119,6 +123,8 @@ def main(argv=None):
                                      description="The learning-rate pilot's table and choice.")
     parser.add_argument("sweep", help="the pilot's sweep directory (runs/pilot-lr)")
     parser.add_argument("--out", help="output directory (default: <sweep>/pilot)")
+    parser.add_argument("--notes", help="a Markdown file whose text goes into pilot.md as its "
+                        "Discussion section")
     args = parser.parse_args(argv)
     try:
         sweep = load_sweep(args.sweep, with_attention=False)
@@ -131,7 +137,8 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "pilot.csv", index=False, float_format="%.10g")
     curves(sweep, frame, out / "pilot_curves.png")
-    (out / "pilot.md").write_text(markdown(sweep, frame, choice), encoding="utf-8")
+    notes = pathlib.Path(args.notes).read_text(encoding="utf-8").strip() if args.notes else None
+    (out / "pilot.md").write_text(markdown(sweep, frame, choice, notes), encoding="utf-8")
     print(f"chosen: peak {choice[0]:g}, warmup {choice[1]}; written to {out}")
     return 0
 

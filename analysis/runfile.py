@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.errors import AnalysisError
-from analysis.flowyaml import FlowError, parse_flow
+from analysis.manifest import load_yaml
 
 SCHEMA = "attnlab-run"
 SCHEMA_VERSIONS = (1,)
@@ -72,8 +72,8 @@ def _config_value(value):
     value = _python_value(value)
     if isinstance(value, str) and value[:1] in ('"', "[", "{", "'") or value in ("true", "false"):
         try:
-            return parse_flow(value)
-        except FlowError:
+            return load_yaml(value, "/config")
+        except AnalysisError:
             return value
     return value
 

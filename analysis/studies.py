@@ -54,7 +54,6 @@ def _call(command, runs_dir, key):
     print("+ " + " ".join(map(str, command)), flush=True)
     start = time.monotonic()
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    env.setdefault("OPENBLAS_CORETYPE", "Zen")
     result = subprocess.run(["nice", "-n", "10", *map(str, command)], cwd=ROOT, env=env)
     _record_time(runs_dir, key, time.monotonic() - start)
     if result.returncode != 0:

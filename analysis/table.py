@@ -16,7 +16,6 @@ import numpy as np
 from analysis import stats
 from analysis.bleu import bleu_from_stats, corpus_stats
 from analysis.convergence import RULE as CONVERGENCE_RULE
-from analysis.flowyaml import to_text
 
 
 @dataclasses.dataclass
@@ -51,6 +50,19 @@ class Table:
     trend: list       # lines of the trend check
     method: list      # lines naming the statistics
     incomplete: list  # lines naming the runs left out of means
+
+
+def to_text(value):
+    """A value as the short text a table shows (lists joined, floats without trailing zeros)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(to_text(item) for item in value) + "]"
+    if value is None:
+        return ""
+    return str(value)
 
 
 def _number(value):

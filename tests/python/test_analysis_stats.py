@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 
 from analysis import bleu, stats  # noqa: E402
 from analysis.errors import AnalysisError  # noqa: E402
-from analysis.flowyaml import FlowError, parse_flow  # noqa: E402
+from analysis.runfile import _config_value  # noqa: E402
 from analysis.manifest import parse_manifest  # noqa: E402
 
 
@@ -104,13 +104,13 @@ def test_bleu_statistics_by_hand():
         ["Hello", ",", "world", "!", "It", "costs", "3.50", "."]
 
 
-def test_flow_yaml_values():
-    assert parse_flow('{model.heads: 1, norm: pre, tags: [a, "b c"], on: true, x: 1.5e-3}') == \
-        {"model.heads": 1, "norm": "pre", "tags": ["a", "b c"], "on": True, "x": 1.5e-3}
-    assert parse_flow('"0123\\"4\\n"') == '0123"4\n'
-    assert parse_flow("[]") == [] and parse_flow("{}") == {}
-    with pytest.raises(FlowError, match="column"):
-        parse_flow("{a: 1")
+def test_config_attributes_read_as_yaml():
+    # /config string attributes are YAML flow text as core/config/options.cpp writes it.
+    assert _config_value('{model.heads: 1, norm: pre, tags: [a, "b c"], x: 1.5e-3}') == \
+        {"model.heads": 1, "norm": "pre", "tags": ["a", "b c"], "x": 1.5e-3}
+    assert _config_value('"0123\\"4\\n"') == '0123"4\n'
+    assert _config_value("[]") == [] and _config_value("true") is True
+    assert _config_value("{a: 1") == "{a: 1", "text that is not YAML stays text"
 
 
 MANIFEST = """# attnlab sweep manifest
@@ -144,9 +144,9 @@ def test_manifest_parse():
 
 def test_manifest_errors_name_the_line():
     broken = MANIFEST.replace("    seed: 2\n", "    seed: 2\n    colour: red\n")
-    with pytest.raises(AnalysisError, match=r"m.yaml:16: unknown run key .colour."):
+    with pytest.raises(AnalysisError, match=r"m.yaml: runs\[1\]: unknown run key .colour."):
         parse_manifest(broken, "m.yaml")
-    with pytest.raises(AnalysisError, match=r"m.yaml:10: column"):
+    with pytest.raises(AnalysisError, match=r"m.yaml:1[01]:\d+: "):
         parse_manifest(MANIFEST.replace("{model.heads: 1}", "{model.heads: 1", 1), "m.yaml")
     with pytest.raises(AnalysisError, match="listed twice"):
         parse_manifest(MANIFEST.replace("abcdefabcdef", '"012345678901"'), "m.yaml")

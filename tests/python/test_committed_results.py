@@ -12,6 +12,8 @@ import difflib
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT, run_attnlab
 
 sys.path.insert(0, str(ROOT))
@@ -60,3 +62,29 @@ def test_committed_tables_are_recomputed_from_the_logs(tmp_path):
     diff = _diff(_markdown_tables((RESULTS / "report.md").read_text()),
                  _markdown_tables((tmp_path / "report.md").read_text()), "report.md tables")
     assert not diff, f"report.md is stale; regenerate it with\n  {REGENERATE}\n{diff[:4000]}"
+
+
+PILOT = ROOT / "docs" / "results" / "pilot-lr"
+
+
+def test_the_committed_pilot_is_what_its_logs_give(tmp_path):
+    """docs/results/pilot-lr: the table and the recipe chosen are recomputed from the committed
+    run logs, and experiments/small/table3-plateau.yaml uses that recipe (noam with the chosen
+    warmup and scale = peak * sqrt(d_model * warmup))."""
+    import math
+    import re
+    result = subprocess.run([sys.executable, "-m", "analysis.pilot", str(PILOT / "runs"),
+                             "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    diff = _diff((PILOT / "pilot.csv").read_text(), (tmp_path / "pilot.csv").read_text(),
+                 "pilot.csv")
+    assert not diff, f"pilot.csv is stale; regenerate with python3 -m analysis.pilot\n{diff}"
+    chosen = re.search(r"\*\*Chosen: peak ([\d.e-]+), warmup (\d+)\*\*",
+                       (tmp_path / "pilot.md").read_text())
+    assert chosen and chosen.group(0) in (PILOT / "pilot.md").read_text()
+    peak, warmup = float(chosen.group(1)), int(chosen.group(2))
+    plateau = (ROOT / "experiments" / "small" / "table3-plateau.yaml").read_text()
+    assert re.search(rf"^    warmup: {warmup}\b", plateau, re.M)
+    scale = float(re.search(r"^    scale: ([\d.]+)", plateau, re.M).group(1))
+    assert scale == pytest.approx(peak * math.sqrt(64 * warmup), rel=1e-3)
