@@ -26,7 +26,7 @@ DEPS := build-essential cmake pkg-config git \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libsentencepiece-dev sentencepiece \
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest \
-  python3-yaml \
+  python3-yaml python3-sentencepiece \
   clang-format clang-tidy shellcheck \
   libsword-utils sword-text-web sword-text-sparv \
   slurmctld slurmd slurm-client munge

@@ -167,7 +167,7 @@ def piece_namer(run):
     path = tokenizer_path(run)
     if path is None:
         return None
-    pieces = [piece for piece, _, _ in data.sentencepiece_vocabulary(path)]
+    pieces = data.sentencepiece_pieces(path)
 
     def names(ids):
         return [pieces[int(i)] if str(i).isdigit() and int(i) < len(pieces) else str(i)
@@ -361,7 +361,7 @@ def section_positions(sweep, out_dir, page):
                                  data.read_lines(ROOT / first.config["data.train.tgt"]))
                if max(counter(a), counter(b)) <= training_length - 1)
     check = (f"Piece counts are computed in Python (`analysis.studies_data.PieceCounter`, "
-             f"SentencePiece BPE with {tokenizer.name}); by that count {kept} training pairs "
+             f"python3-sentencepiece with {tokenizer.name}); by that count {kept} training pairs "
              f"have both sides within {training_length - 1} pieces, and attnlab kept "
              f"{_fmt(first.summary.get('train_pairs'), 6)}.")
     unit = "pieces"

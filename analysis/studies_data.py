@@ -3,15 +3,14 @@ its sweep (analysis.sweep.Sweep) into tidy tables; analysis/studies_figures.py d
 analysis/studies.py writes the page. Nothing here plots or prints.
 """
 
-import heapq
 import math
 import pathlib
 import re
-import unicodedata
 
 import h5py
 import numpy as np
 import pandas as pd
+import sentencepiece
 
 from analysis import bleu
 from analysis.errors import AnalysisError
@@ -247,111 +246,24 @@ def last_moving_row(changes):
 
 # --- SentencePiece: vocabulary and piece counts -------------------------------------------
 
-def _varint(buffer, position):
-    value, shift = 0, 0
-    while True:
-        byte = buffer[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, position
-
-
-def _proto_fields(buffer, start, end, where):
-    """(field number, wire type, value) of a protobuf message: value is (start, end) of a
-    length-delimited field, the integer of a varint, the 4 or 8 raw bytes otherwise."""
-    position = start
-    while position < end:
-        key, position = _varint(buffer, position)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, position = _varint(buffer, position)
-        elif wire == 1:
-            value, position = buffer[position:position + 8], position + 8
-        elif wire == 2:
-            length, position = _varint(buffer, position)
-            value, position = (position, position + length), position + length
-        elif wire == 5:
-            value, position = buffer[position:position + 4], position + 4
-        else:
-            raise AnalysisError(f"{where}: unexpected protobuf wire type {wire}")
-        yield number, wire, value
-
-
-NORMAL_PIECE = 1  # SentencePiece.Type: NORMAL=1 UNKNOWN=2 CONTROL=3 USER_DEFINED=4 UNUSED=5 BYTE=6
-
-
-def sentencepiece_vocabulary(path):
-    """[(piece, score, type)] in id order from a SentencePiece .model file (ModelProto field 1,
-    repeated SentencePiece {1: piece, 2: score (float), 3: type (default NORMAL)})."""
-    buffer = pathlib.Path(path).read_bytes()
-    vocabulary = []
-    for number, wire, value in _proto_fields(buffer, 0, len(buffer), path):
-        if number != 1 or wire != 2:
-            continue
-        piece, score, kind = "", 0.0, NORMAL_PIECE
-        for field, field_wire, item in _proto_fields(buffer, value[0], value[1], path):
-            if field == 1 and field_wire == 2:
-                piece = buffer[item[0]:item[1]].decode("utf-8")
-            elif field == 2 and field_wire == 5:
-                score = float(np.frombuffer(item, dtype="<f4")[0])
-            elif field == 3 and field_wire == 0:
-                kind = item
-        vocabulary.append((piece, score, kind))
-    return vocabulary
+def sentencepiece_pieces(path):
+    """The pieces of a SentencePiece .model file in id order (Debian's python3-sentencepiece)."""
+    try:
+        processor = sentencepiece.SentencePieceProcessor(model_file=str(path))
+    except (OSError, RuntimeError) as error:
+        raise AnalysisError(f"{path}: not a SentencePiece model ({error})") from None
+    return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
 
 
 class PieceCounter:
-    """Number of pieces SentencePiece's BPE gives a line (without bos/eos), in Python.
-
-    The line is NFKC-normalised, whitespace-split, and every word gets the "\u2581" prefix (the
-    model's pieces never span a space). A word starts as its characters; the adjacent pair whose
-    concatenation is a NORMAL piece of highest score is merged (leftmost on ties) until no pair
-    is a piece, as sentencepiece's bpe_model.cc does. Checked against attnlab's own count of
-    kept training pairs by the page."""
+    """Number of pieces SentencePiece gives a line (without bos/eos): the library attnlab itself
+    encodes with, so the count is attnlab's."""
 
     def __init__(self, path):
-        self.scores = {p: s for p, s, k in sentencepiece_vocabulary(path) if k == NORMAL_PIECE}
-        self.cache = {}
-
-    def word(self, word):
-        if word in self.cache:
-            return self.cache[word]
-        symbols = list(word)
-        heap = []
-
-        def push(i, j):
-            merged = symbols[i] + symbols[j]
-            if merged in self.scores:
-                heapq.heappush(heap, (-self.scores[merged], i, j, merged))
-
-        # Linked list over symbol slots; merged-away slots become None.
-        right = list(range(1, len(symbols))) + [-1]
-        left = [-1] + list(range(len(symbols) - 1))
-        for i in range(len(symbols) - 1):
-            push(i, i + 1)
-        count = len(symbols)
-        while heap:
-            _, i, j, merged = heapq.heappop(heap)
-            if symbols[i] is None or symbols[j] is None or right[i] != j or \
-                    symbols[i] + symbols[j] != merged:
-                continue  # stale: one side has merged since
-            symbols[i], symbols[j] = merged, None
-            right[i] = right[j]
-            if right[j] != -1:
-                left[right[j]] = i
-            count -= 1
-            if left[i] != -1:
-                push(left[i], i)
-            if right[i] != -1:
-                push(i, right[i])
-        self.cache[word] = count
-        return count
+        self.processor = sentencepiece.SentencePieceProcessor(model_file=str(path))
 
     def __call__(self, line):
-        text = unicodedata.normalize("NFKC", line)
-        return sum(self.word("\u2581" + w) for w in text.split())
+        return len(self.processor.encode(line))
 
 
 # --- 4. heads -------------------------------------------------------------------------------

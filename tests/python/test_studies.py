@@ -5,7 +5,7 @@ series, BLEU per bucket against analysis.bleu on the same subsets, learned posit
 training length never moving, the long-evaluation view's config, and the vocabulary reader."""
 
 import math
-import struct
+import subprocess
 import sys
 
 import h5py
@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT))
 from analysis import bleu  # noqa: E402
 from analysis import studies  # noqa: E402
 from analysis import studies_data as data  # noqa: E402
+from analysis.errors import AnalysisError  # noqa: E402
 from analysis.sweep import load_sweep  # noqa: E402
 
 TASK = ROOT / "experiments" / "tasks" / "reverse.yaml"
@@ -209,44 +210,26 @@ def test_long_view_raises_only_data_max_length(attnlab, scale_sweep):
     assert len(changed) == 1 and "max_length" in changed[0][1] and "14" in changed[0][1]
 
 
-def _field(number, payload):
-    """A length-delimited protobuf field (wire type 2)."""
-    assert len(payload) < 128
-    return bytes([(number << 3) | 2, len(payload)]) + payload
-
-
-def _model(path, pieces):
-    """A SentencePiece ModelProto of (piece, score, type) entries plus a field to skip."""
-    body = b""
-    for piece, score, kind in pieces:
-        entry = _field(1, piece.encode()) + bytes([(2 << 3) | 5]) + struct.pack("<f", score)
-        if kind is not None:
-            entry += bytes([(3 << 3) | 0, kind])
-        body += _field(1, entry)
-    path.write_bytes(body + _field(2, b"trainer spec"))
-    return path
-
-
-def test_sentencepiece_vocabulary_reads_the_model_proto(tmp_path):
-    pieces = [("<unk>", 0.0, 2), ("\u2581the", -1.5, None), ("s", -2.0, 1)]
-    path = _model(tmp_path / "m.model", pieces)
-    assert data.sentencepiece_vocabulary(path) == [("<unk>", 0.0, 2), ("\u2581the", -1.5, 1),
-                                                   ("s", -2.0, 1)]
-
-
-def test_piece_counter_merges_the_best_scored_pair_first(tmp_path):
-    # "\u2581abc": pairs \u2581a (-1), ab (-0.5), bc (-2). Best first merges ab, after which
-    # neither "\u2581ab" nor "abc" is a piece: 3 pieces (merging from the left would give
-    # \u2581a + bc = 2).
-    pieces = [("<unk>", 0.0, 2), ("\u2581", -5.0, 1), ("a", -5.0, 1), ("b", -5.0, 1),
-              ("c", -5.0, 1), ("\u2581a", -1.0, 1), ("ab", -0.5, 1), ("bc", -2.0, 1),
-              ("cb", -0.1, 1), ("bcb", -0.05, 3)]
-    counter = data.PieceCounter(_model(tmp_path / "m.model", pieces))
-    assert counter.word("\u2581abc") == 3
-    # cb (-0.1) first, then ab; "bcb" is a control piece, never merged: \u2581 ab cb.
-    assert counter.word("\u2581abcb") == 3
-    assert counter.word("\u2581ca") == 3      # no pair is a piece
-    assert counter("abc  abcb\tca") == 9
+def test_piece_counts_and_pieces_are_sentencepieces_own(tmp_path):
+    """PieceCounter and sentencepiece_pieces read a model as Debian's sentencepiece command-line
+    tools do: the counts equal spm_encode's pieces, the pieces spm_export_vocab's."""
+    text = tmp_path / "text.txt"
+    lines = (ROOT / "tests" / "fixtures" / "bible" / "train.en").read_text().splitlines()[:200]
+    text.write_text("\n".join(lines) + "\n")
+    subprocess.run(["spm_train", f"--input={text}", f"--model_prefix={tmp_path / 'm'}",
+                    "--vocab_size=300", "--model_type=bpe", "--minloglevel=2"], check=True,
+                   capture_output=True)
+    model = tmp_path / "m.model"
+    encoded = subprocess.run(["spm_encode", f"--model={model}", "--output_format=piece"],
+                             input="\n".join(lines[:50]) + "\n", capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    counter = data.PieceCounter(model)
+    assert [counter(line) for line in lines[:50]] == [len(e.split()) for e in encoded]
+    vocab = subprocess.run(["spm_export_vocab", f"--model={model}"], capture_output=True,
+                           text=True, check=True).stdout.splitlines()
+    assert data.sentencepiece_pieces(model) == [line.split("\t")[0] for line in vocab]
+    with pytest.raises(AnalysisError, match="not a SentencePiece model"):
+        data.sentencepiece_pieces(text)
 
 
 def test_warmup_table_and_figures_follow_the_training_log(scale_sweep, tmp_path):
