@@ -82,6 +82,7 @@ int run_eval(const std::vector<std::string>& args) {
   const ParallelText text = read_parallel_text(files.src, files.tgt);
   const EvalSet set = make_eval_set(text, run.tokenizer, run.config.train.batch_tokens,
                                     run.config.data.max_length, run.config.model);
+  note_truncation("eval", split + " sentences", set, run.config);
   const auto start = std::chrono::steady_clock::now();
   const Translation translation = translate_set(*run.model, run.tokenizer, set, beam, true);
   const double seconds =

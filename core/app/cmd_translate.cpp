@@ -62,6 +62,7 @@ int run_translate(const std::vector<std::string>& args) {
   if (!segments.empty()) {
     const EvalSet set = make_source_set(segments, run.tokenizer, run.config.train.batch_tokens,
                                         run.config.data.max_length, run.config.model);
+    note_truncation("translate", "input lines", set, run.config);
     const Translation translation = translate_set(*run.model, run.tokenizer, set, beam, false);
     for (size_t k = 0; k < nonempty.size(); ++k) output[nonempty[k]] = translation.hypotheses[k];
   }

@@ -1,6 +1,8 @@
 // decoding_settings: one reading of the flags eval and translate share.
 #include "core/app/decoding_settings.h"
 
+#include <cstdio>
+
 #include "core/app/cli.h"
 #include "core/tensor/blas.h"
 
@@ -31,6 +33,16 @@ DecodingSettings decoding_settings(const boost::program_options::variables_map& 
   blas::set_threads(values.count("threads") ? values["threads"].as<int>()
                                             : static_cast<int>(stored.cluster.threads_per_rank));
   return settings;
+}
+
+void note_truncation(const char* command, const std::string& what, const EvalSet& set,
+                     const ExperimentConfig& config) {
+  if (set.truncated == 0) return;
+  std::fprintf(stderr,
+               "attnlab %s: %ld of %ld %s are longer than the run's data.max_length (%ld pieces "
+               "with eos) and are cut to it\n",
+               command, static_cast<long>(set.truncated), static_cast<long>(set.sentences),
+               what.c_str(), static_cast<long>(config.data.max_length));
 }
 
 }  // namespace attnlab::cli

@@ -7,6 +7,7 @@
 
 #include "core/config/experiment.h"
 #include "core/decode/beam.h"
+#include "core/train/corpus_source.h"
 
 namespace attnlab::cli {
 
@@ -21,5 +22,9 @@ struct DecodingSettings {
 // thread count (--threads, else cluster.threads_per_rank).
 DecodingSettings decoding_settings(const boost::program_options::variables_map& values,
                                    const ExperimentConfig& stored);
+
+// On stderr, when `set` cut sentences to the run's data.max_length: how many, of how many.
+void note_truncation(const char* command, const std::string& what, const EvalSet& set,
+                     const ExperimentConfig& config);
 
 }  // namespace attnlab::cli

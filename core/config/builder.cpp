@@ -225,7 +225,62 @@ std::vector<std::string> ConfigBuilder::keys_set_since(int mark) const {
   return keys;
 }
 
+namespace {
+
+// "file.yaml" of "file.yaml:12:3"; "--set k=v" stays as it is.
+std::string source_of(const std::string& where) {
+  if (where.rfind("--set ", 0) == 0) return where;
+  std::string file = where;
+  for (int part = 0; part < 2; ++part) {
+    const size_t colon = file.rfind(':');
+    if (colon == std::string::npos ||
+        file.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
+      break;
+    }
+    file.resize(colon);
+  }
+  return file;
+}
+
+}  // namespace
+
+void ConfigBuilder::check_inherited_eval_files() const {
+  if (config_.data.task != "corpus") return;
+  const auto train_src = origins_.find("data.train.src");
+  const auto train_tgt = origins_.find("data.train.tgt");
+  if (train_src == origins_.end() && train_tgt == origins_.end()) return;
+  const Origin& train = train_src == origins_.end()                         ? train_tgt->second
+                        : train_tgt == origins_.end()                       ? train_src->second
+                        : train_src->second.order > train_tgt->second.order ? train_src->second
+                                                                            : train_tgt->second;
+  const fs::path train_dir = fs::path(config_.data.train.src).parent_path();
+  const std::pair<const char*, const std::string*> evaluated[] = {
+      {"data.dev.src", &config_.data.dev.src},
+      {"data.dev.tgt", &config_.data.dev.tgt},
+      {"data.test.src", &config_.data.test.src},
+      {"data.test.tgt", &config_.data.test.tgt}};
+  std::string inherited, from, directory;
+  for (const auto& [key, value] : evaluated) {
+    const auto origin = origins_.find(key);
+    if (value->empty() || origin == origins_.end() || origin->second.order > train.order ||
+        source_of(origin->second.where) == source_of(train.where) ||
+        fs::path(*value).parent_path() == train_dir) {
+      continue;
+    }
+    inherited += (inherited.empty() ? "" : ", ") + std::string(key);
+    from = source_of(origin->second.where);
+    directory = fs::path(*value).parent_path().string();
+  }
+  if (inherited.empty()) return;
+  fail(train.where, "the training data changed here (" + train_dir.string() + "), but " +
+                        inherited + " are inherited from " + from + " and name files in " +
+                        directory +
+                        ", another corpus's directory: set data.dev (and data.test) "
+                        "for this corpus, or set them again to keep those files");
+}
+
 ExperimentConfig ConfigBuilder::finish() const {
+  check_inherited_eval_files();
   if (auto violation = check_rules(config_)) fail(where_set(violation->keys), violation->message);
   ExperimentConfig resolved = config_;
   resolved.model.resolve_defaults();

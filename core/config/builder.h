@@ -46,6 +46,9 @@ class ConfigBuilder {
   void walk(const YAML::Node& map, const std::string& file, const std::string& prefix,
             bool top_level, YAML::Node* sweep, std::map<std::string, std::string>& seen);
   std::string where_set(const std::vector<std::string>& keys) const;
+  // A corpus whose training files a later layer changed to another directory while its dev/test
+  // files still come from an earlier file is an error naming the inherited keys.
+  void check_inherited_eval_files() const;
 
   ExperimentConfig config_;
   size_t files_read_ = 0;  // every file of every base chain so far (diamonds counted each time)

@@ -6,7 +6,7 @@ import hashlib
 import h5py
 import numpy as np
 
-from conftest import run_attnlab
+from conftest import ROOT, run_attnlab
 from test_train_cli import TASK, TINY, train
 
 
@@ -75,3 +75,25 @@ def test_inspect_summarises_a_run(attnlab, tmp_path):
     assert "steps            10 of 10" in result.stdout
     assert "step_10.h5" in result.stdout
     assert "ppl" in result.stdout
+
+
+def test_a_new_training_corpus_does_not_inherit_another_corpuss_dev_and_test(attnlab, tmp_path):
+    """A config based on the Bible one that changes only data.train to another directory would
+    evaluate on the Bible's dev/test files: an error naming the inherited keys. Setting them
+    again keeps them; a training file in the same directory (a subset) is fine."""
+    own = tmp_path / "own.yaml"
+    own.write_text(f"base: {ROOT / 'experiments' / 'small' / 'tiny.yaml'}\n"
+                   "data:\n  train: {src: mine/train.en, tgt: mine/train.de}\n")
+    result = run_attnlab(attnlab, "config", "-c", own, check=False)
+    assert result.returncode == 2
+    assert f"{own}:3:" in result.stderr
+    assert "data.dev.src, data.dev.tgt, data.test.src, data.test.tgt are inherited" in \
+        result.stderr
+    kept = run_attnlab(attnlab, "config", "-c", own, "--set", "data.dev.src=data/bible/dev.en",
+                       "--set", "data.dev.tgt=data/bible/dev.es", "--set",
+                       "data.test.src=data/bible/test.en", "--set",
+                       "data.test.tgt=data/bible/test.es")
+    assert "dev.en" in kept.stdout
+    subset = run_attnlab(attnlab, "config", "-c", ROOT / "experiments" / "small" / "tiny.yaml",
+                         "--set", "data.train.src=data/bible/train.half.en")
+    assert subset.returncode == 0

@@ -272,3 +272,15 @@ def test_final_bleu_and_the_best_checkpoint_on_a_corpus_run(attnlab, tmp_path):
     conflict = attnlab_in(attnlab, work, "eval", "run", "--checkpoint", "best", "--average", "2",
                           check=False)
     assert conflict.returncode == 2 and "--average" in conflict.stderr
+
+
+def test_eval_says_how_many_sentences_it_cut_to_max_length(attnlab, tmp_path):
+    work = make_workdir(tmp_path / "w", steps=2)
+    attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "run",
+               "--set", "data.max_length=40", "--set", "eval.every=0")
+    result = attnlab_in(attnlab, work, "eval", "run", "--split", "test", "--beam", "1")
+    with h5py.File(work / "run" / "run.h5", "r") as f:
+        cut, sentences = f["eval_test"].attrs["truncated"], f["eval_test"].attrs["sentences"]
+    assert 0 < cut < sentences
+    assert (f"attnlab eval: {cut} of {sentences} test sentences are longer than the run's "
+            "data.max_length (40 pieces with eos)") in result.stderr
