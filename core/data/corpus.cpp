@@ -40,7 +40,7 @@ int64_t find_invalid_utf8(const std::string& text) {
   return -1;
 }
 
-std::vector<std::string> read_text_lines(const std::string& path) {
+std::vector<std::string> read_text_lines(const std::string& path, EmptyLines empty) {
   std::ifstream in(path, std::ios::binary);
   CHECK(in.good()) << "cannot open " << path << " (missing file or no permission)";
   std::vector<std::string> lines;
@@ -48,8 +48,10 @@ std::vector<std::string> read_text_lines(const std::string& path) {
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const int64_t line_number = static_cast<int64_t>(lines.size()) + 1;
-    CHECK(line.find_first_not_of(" \t\v\f") != std::string::npos)
+    const bool blank = line.find_first_not_of(" \t\v\f") == std::string::npos;
+    CHECK(!blank || empty == EmptyLines::kSkipPairs)
         << path << ":" << line_number << ": empty line (every line must hold one segment)";
+    if (blank) line.clear();
     const int64_t bad = find_invalid_utf8(line);
     CHECK(bad < 0) << path << ":" << line_number << ": invalid UTF-8 at byte " << bad + 1
                    << " of the line";
@@ -60,15 +62,29 @@ std::vector<std::string> read_text_lines(const std::string& path) {
   return lines;
 }
 
-ParallelText read_parallel_text(const std::string& src_path, const std::string& tgt_path) {
+ParallelText read_parallel_text(const std::string& src_path, const std::string& tgt_path,
+                                EmptyLines empty) {
   ParallelText text;
   text.src_path = src_path;
   text.tgt_path = tgt_path;
-  text.src = read_text_lines(src_path);
-  text.tgt = read_text_lines(tgt_path);
+  text.src = read_text_lines(src_path, empty);
+  text.tgt = read_text_lines(tgt_path, empty);
   CHECK(text.src.size() == text.tgt.size())
       << "parallel files are not line-aligned: " << src_path << " has " << text.src.size()
       << " lines but " << tgt_path << " has " << text.tgt.size();
+  size_t kept = 0;
+  for (size_t i = 0; i < text.src.size(); ++i) {
+    if (text.src[i].empty() || text.tgt[i].empty()) continue;
+    if (kept != i) {  // a self-move would leave the string empty
+      text.src[kept] = std::move(text.src[i]);
+      text.tgt[kept] = std::move(text.tgt[i]);
+    }
+    ++kept;
+  }
+  text.empty_pairs_skipped = static_cast<int64_t>(text.src.size() - kept);
+  text.src.resize(kept);
+  text.tgt.resize(kept);
+  CHECK(kept > 0) << src_path << " and " << tgt_path << " hold no pair with both sides non-empty";
   return text;
 }
 

@@ -10,18 +10,26 @@ namespace attnlab {
 
 struct ParallelText {
   std::string src_path, tgt_path;
-  std::vector<std::string> src;  // one segment per line, without the newline
-  std::vector<std::string> tgt;  // same length as src
+  std::vector<std::string> src;     // one segment per line, without the newline
+  std::vector<std::string> tgt;     // same length as src
+  int64_t empty_pairs_skipped = 0;  // pairs with an empty side left out (EmptyLines::kSkipPairs)
 };
+
+// What an empty (or all-whitespace) line means: an error (dev and test sets, whose lines must
+// match hypotheses one to one), or, for training data, a pair to leave out and count, as real
+// corpora hold some.
+enum class EmptyLines { kRefuse, kSkipPairs };
 
 // The lines of a UTF-8 text file ('\n' or "\r\n" endings; a missing final newline is fine).
 // Throws Error naming the file and the 1-based line for: a missing or unreadable file, an empty
 // (or all-whitespace) line, invalid UTF-8. An empty file is an error too.
-std::vector<std::string> read_text_lines(const std::string& path);
+std::vector<std::string> read_text_lines(const std::string& path,
+                                         EmptyLines empty = EmptyLines::kRefuse);
 
 // Both sides of a parallel corpus; also an Error when the line counts differ (naming both files
 // and both counts).
-ParallelText read_parallel_text(const std::string& src_path, const std::string& tgt_path);
+ParallelText read_parallel_text(const std::string& src_path, const std::string& tgt_path,
+                                EmptyLines empty = EmptyLines::kRefuse);
 
 // Byte offset of the first invalid UTF-8 sequence in `text`, or -1 when it is valid. Rejects
 // overlong forms, surrogates (U+D800..U+DFFF) and code points above U+10FFFF.

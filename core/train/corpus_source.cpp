@@ -155,13 +155,19 @@ EvalSet make_source_set(const std::vector<std::string>& lines, const Tokenizer& 
 }
 
 CorpusSource::CorpusSource(const ExperimentConfig& config)
-    : CorpusSource(config, read_parallel_text(config.data.train.src, config.data.train.tgt)) {}
+    : CorpusSource(
+          config,
+          read_parallel_text(config.data.train.src, config.data.train.tgt, EmptyLines::kSkipPairs),
+          read_parallel_text(config.data.dev.src, config.data.dev.tgt)) {}
 
-CorpusSource::CorpusSource(const ExperimentConfig& config, const ParallelText& train)
+// Both texts are read (and checked) before the tokenizer, which may be trained and written here.
+CorpusSource::CorpusSource(const ExperimentConfig& config, const ParallelText& train,
+                           const ParallelText& dev)
     : tokenizer_(load_corpus_tokenizer(config, true)),
       batcher_(encode_pairs(train, tokenizer_), batcher_options(config)),
-      dev_(make_eval_set(read_parallel_text(config.data.dev.src, config.data.dev.tgt), tokenizer_,
-                         config.train.batch_tokens, config.data.max_length, config.model)) {}
+      dev_(make_eval_set(dev, tokenizer_, config.train.batch_tokens, config.data.max_length,
+                         config.model)),
+      empty_pairs_(train.empty_pairs_skipped) {}
 
 Batch CorpusSource::next_batch() { return batcher_.next(); }
 

@@ -51,8 +51,9 @@ EvalSet make_source_set(const std::vector<std::string>& lines, const Tokenizer& 
 
 class CorpusSource final : public DataSource {
  public:
-  // Reads data.train and data.dev (Error naming file and line for missing, misaligned, empty
-  // lines or invalid UTF-8), loads or trains the tokenizer, encodes and batches.
+  // Reads data.train and data.dev (Error naming file and line for missing or misaligned files,
+  // invalid UTF-8, and empty lines in dev; training pairs with an empty side are left out and
+  // counted), loads or trains the tokenizer, encodes and batches.
   explicit CorpusSource(const ExperimentConfig& config);
 
   Batch next_batch() override;
@@ -76,14 +77,16 @@ class CorpusSource final : public DataSource {
   const Tokenizer& tokenizer() const { return tokenizer_; }
   int64_t train_pairs() const { return static_cast<int64_t>(batcher_.pairs().size()); }
   int64_t skipped_pairs() const { return batcher_.skipped(); }  // longer than data.max_length
+  int64_t empty_pairs() const { return empty_pairs_; }          // with an empty side
   int64_t batches_per_epoch() const { return batcher_.batches_per_epoch(); }
 
  private:
-  CorpusSource(const ExperimentConfig& config, const ParallelText& train);
+  CorpusSource(const ExperimentConfig& config, const ParallelText& train, const ParallelText& dev);
 
   Tokenizer tokenizer_;
   TokenBatcher batcher_;
   EvalSet dev_;
+  int64_t empty_pairs_ = 0;
 };
 
 std::unique_ptr<DataSource> make_corpus_source(const ExperimentConfig& config);

@@ -65,11 +65,13 @@ void describe_corpus(const DataSource& data, io::RunLog& log, bool quiet) {
   log.set_summary("tokenizer_sha256", corpus->tokenizer().checksum());
   log.set_summary("train_pairs", static_cast<double>(corpus->train_pairs()));
   log.set_summary("train_pairs_skipped", static_cast<double>(corpus->skipped_pairs()));
+  log.set_summary("train_pairs_empty", static_cast<double>(corpus->empty_pairs()));
   if (quiet) return;
   std::fprintf(stderr,
-               "attnlab: corpus: %ld training pairs (%ld longer than data.max_length "
-               "skipped), %ld batches per epoch, tokenizer %s\n",
+               "attnlab: corpus: %ld training pairs (%ld longer than data.max_length and %ld "
+               "with an empty side skipped), %ld batches per epoch, tokenizer %s\n",
                static_cast<long>(corpus->train_pairs()), static_cast<long>(corpus->skipped_pairs()),
+               static_cast<long>(corpus->empty_pairs()),
                static_cast<long>(corpus->batches_per_epoch()),
                corpus->tokenizer().model_path().c_str());
 }

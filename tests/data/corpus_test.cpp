@@ -62,6 +62,18 @@ TEST(Corpus, EmptyLineNamesFileAndLine) {
   EXPECT_NE(message.find(path + ":3: empty line"), std::string::npos) << message;
 }
 
+TEST(Corpus, TrainingPairsWithAnEmptySideAreLeftOutAndCounted) {
+  ScratchDir dir;
+  const std::string src = dir.write("train.en", "a\n\nc\nd\n \n");
+  const std::string tgt = dir.write("train.es", "A\nB\n\nD\nE\n");
+  const ParallelText text = read_parallel_text(src, tgt, EmptyLines::kSkipPairs);
+  EXPECT_EQ(text.src, (std::vector<std::string>{"a", "d"}));
+  EXPECT_EQ(text.tgt, (std::vector<std::string>{"A", "D"}));
+  EXPECT_EQ(text.empty_pairs_skipped, 3);
+  const std::string message = error_of([&] { read_parallel_text(src, tgt); });
+  EXPECT_NE(message.find("train.en:2: empty line"), std::string::npos) << message;
+}
+
 TEST(Corpus, EmptyFileIsAnError) {
   ScratchDir dir;
   const std::string path = dir.write("empty.en", "");

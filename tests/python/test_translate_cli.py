@@ -284,3 +284,19 @@ def test_eval_says_how_many_sentences_it_cut_to_max_length(attnlab, tmp_path):
     assert 0 < cut < sentences
     assert (f"attnlab eval: {cut} of {sentences} test sentences are longer than the run's "
             "data.max_length (40 pieces with eos)") in result.stderr
+
+
+def test_training_pairs_with_an_empty_side_are_skipped_and_counted(attnlab, tmp_path):
+    work = make_workdir(tmp_path / "w", steps=2)
+    lines = (work / "data" / "train.es").read_text(encoding="utf-8").split("\n")
+    lines[4] = "   "
+    lines[9] = ""
+    (work / "data" / "train.es").write_text("\n".join(lines), encoding="utf-8")
+    result = attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "run",
+                        "--set", "eval.every=0")
+    assert "and 2 with an empty side skipped" in result.stderr
+    with h5py.File(work / "run" / "run.h5", "r") as f:
+        summary = f["summary"].attrs
+        assert summary["train_pairs_empty"] == 2
+        total = sum(1 for _ in open(FIXTURE / "train.en", encoding="utf-8"))
+        assert summary["train_pairs"] + summary["train_pairs_skipped"] + 2 == total

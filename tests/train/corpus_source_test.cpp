@@ -177,15 +177,17 @@ TEST_F(CorpusSourceTest, MissingFileAndEmptyLineAreNamedBeforeAnyTokenizerIsWrit
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("absent.es"), std::string::npos) << error.what();
   }
-  write("train.en", "In the beginning\n\nGod created\n");
-  write("train.es", "En el principio\nx\nDios creó\n");
+  // An empty dev line is an error (dev lines are scored one to one); in training data a pair
+  // with an empty side is left out and counted (CorpusSourceTest.EmptyTrainingPairsAreSkipped).
+  write("dev.en", "In the beginning\n\nGod created\n");
+  write("dev.es", "En el principio\nx\nDios creó\n");
   c = config();
   c.data.tokenizer.model = "";
   try {
     CorpusSource source(c);
-    FAIL() << "an empty line was accepted";
+    FAIL() << "an empty dev line was accepted";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("train.en:2: empty line"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("dev.en:2: empty line"), std::string::npos)
         << error.what();
   }
   EXPECT_FALSE(fs::exists(dir_ / "sentencepiece.bpe.500.model"));
