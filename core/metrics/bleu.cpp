@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "core/util/check.h"
@@ -153,21 +154,75 @@ BleuStats& BleuStats::operator+=(const BleuStats& other) {
   return *this;
 }
 
-BleuStats sentence_bleu_stats(const std::string& hypothesis, const std::string& reference) {
-  // sacreBLEU strips trailing whitespace before tokenizing; 13a's split makes that a no-op.
-  const std::vector<std::string> hyp = tokenize_13a(hypothesis);
-  const std::vector<std::string> ref = tokenize_13a(reference);
+BleuTokenizer parse_bleu_tokenizer(const std::string& name) {
+  if (name == "13a") return BleuTokenizer::k13a;
+  if (name == "char") return BleuTokenizer::kChar;
+  if (name == "none") return BleuTokenizer::kNone;
+  CHECK(false) << "unknown BLEU tokenizer '" << name << "' (13a, char or none)";
+  return BleuTokenizer::k13a;
+}
+
+const char* to_string(BleuTokenizer tokenizer) {
+  switch (tokenizer) {
+    case BleuTokenizer::k13a: return "13a";
+    case BleuTokenizer::kChar: return "char";
+    case BleuTokenizer::kNone: return "none";
+  }
+  return "?";
+}
+
+std::vector<std::string> bleu_tokenize(const std::string& line, BleuTokenizer tokenizer) {
+  if (tokenizer == BleuTokenizer::k13a) return tokenize_13a(line);
+  if (tokenizer == BleuTokenizer::kNone) return split_whitespace(line);
+  // char: one token per UTF-8 character, whitespace dropped (sacreBLEU joins the characters
+  // with spaces and splits again).
+  std::vector<std::string> tokens;
+  for (size_t i = 0; i < line.size();) {
+    if (const size_t space = whitespace_length(line, i); space > 0) {
+      i += space;
+      continue;
+    }
+    const auto lead = static_cast<unsigned char>(line[i]);
+    const size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : 4;
+    tokens.push_back(line.substr(i, length));
+    i += length;
+  }
+  return tokens;
+}
+
+BleuStats sentence_bleu_stats(const std::string& hypothesis,
+                              const std::vector<std::string>& references, BleuTokenizer tokenizer) {
+  CHECK(!references.empty()) << "BLEU needs at least one reference";
+  const std::vector<std::string> hyp = bleu_tokenize(hypothesis, tokenizer);
   BleuStats stats;
   stats.hyp_length = static_cast<int64_t>(hyp.size());
-  stats.ref_length = static_cast<int64_t>(ref.size());
-  const auto ref_counts = count_ngrams(ref);
+  std::unordered_map<std::string, int64_t> clip;  // n-gram -> its largest count in any reference
+  int64_t closest = -1;
+  for (const std::string& reference : references) {
+    const std::vector<std::string> ref = bleu_tokenize(reference, tokenizer);
+    const auto length = static_cast<int64_t>(ref.size());
+    const int64_t difference = std::llabs(length - stats.hyp_length);
+    const int64_t best = std::llabs(closest - stats.hyp_length);
+    if (closest < 0 || difference < best || (difference == best && length < closest)) {
+      closest = length;
+    }
+    for (const auto& [ngram, count] : count_ngrams(ref)) {
+      int64_t& kept = clip[ngram];
+      kept = std::max(kept, count);
+    }
+  }
+  stats.ref_length = closest;
   for (const auto& [ngram, count] : count_ngrams(hyp)) {
     const int64_t n = ngram_order(ngram) - 1;
     stats.totals[n] += count;
-    const auto found = ref_counts.find(ngram);
-    if (found != ref_counts.end()) stats.matches[n] += std::min(count, found->second);
+    const auto found = clip.find(ngram);
+    if (found != clip.end()) stats.matches[n] += std::min(count, found->second);
   }
   return stats;
+}
+
+BleuStats sentence_bleu_stats(const std::string& hypothesis, const std::string& reference) {
+  return sentence_bleu_stats(hypothesis, std::vector<std::string>{reference}, BleuTokenizer::k13a);
 }
 
 BleuScore compute_bleu(const BleuStats& stats) {
@@ -204,15 +259,27 @@ BleuScore compute_bleu(const BleuStats& stats) {
 }
 
 BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
-                      const std::vector<std::string>& references) {
-  CHECK(hypotheses.size() == references.size())
-      << "BLEU needs one hypothesis per reference: got " << hypotheses.size() << " hypotheses and "
-      << references.size() << " references";
+                      const std::vector<std::vector<std::string>>& references,
+                      BleuTokenizer tokenizer) {
+  CHECK(!references.empty()) << "BLEU needs at least one reference set";
+  for (const std::vector<std::string>& set : references) {
+    CHECK(hypotheses.size() == set.size())
+        << "BLEU needs one hypothesis per reference: got " << hypotheses.size()
+        << " hypotheses and " << set.size() << " references";
+  }
   BleuStats stats;
+  std::vector<std::string> line(references.size());
   for (size_t i = 0; i < hypotheses.size(); ++i) {
-    stats += sentence_bleu_stats(hypotheses[i], references[i]);
+    for (size_t k = 0; k < references.size(); ++k) line[k] = references[k][i];
+    stats += sentence_bleu_stats(hypotheses[i], line, tokenizer);
   }
   return compute_bleu(stats);
+}
+
+BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
+                      const std::vector<std::string>& references) {
+  return corpus_bleu(hypotheses, std::vector<std::vector<std::string>>{references},
+                     BleuTokenizer::k13a);
 }
 
 std::string BleuScore::format() const {
@@ -226,9 +293,12 @@ std::string BleuScore::format() const {
   return text;
 }
 
-std::string bleu_signature() {
+std::string bleu_signature(size_t references, BleuTokenizer tokenizer) {
   // sacreBLEU's fields; the version names this implementation of sacreBLEU 2.x's rules.
-  return "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.x-attnlab";
+  return "nrefs:" + std::to_string(references) + "|case:mixed|eff:no|tok:" + to_string(tokenizer) +
+         "|smooth:exp|version:2.x-attnlab";
 }
+
+std::string bleu_signature() { return bleu_signature(1, BleuTokenizer::k13a); }
 
 }  // namespace attnlab

@@ -1,5 +1,6 @@
-// Corpus BLEU with sacreBLEU's default rules (sacreBLEU 2.x `BLEU()`): 13a tokenizer,
-// case-sensitive, one reference, max n-gram order 4, 'exp' smoothing, effective order off.
+// Corpus BLEU with sacreBLEU's rules (sacreBLEU 2.x `BLEU()`): the 13a tokenizer by default (or
+// `char` / `none`), case-sensitive, one or more references, max n-gram order 4, 'exp'
+// smoothing, effective order off.
 #pragma once
 
 #include <array>
@@ -16,6 +17,13 @@ inline constexpr int kBleuMaxOrder = 4;
 // then splits on whitespace.
 std::vector<std::string> tokenize_13a(const std::string& line);
 
+// sacreBLEU's tokenizers that need no Unicode tables: 13a (above), char (every character but
+// whitespace a token) and none (whitespace splits).
+enum class BleuTokenizer { k13a, kChar, kNone };
+BleuTokenizer parse_bleu_tokenizer(const std::string& name);  // Error naming the choices
+const char* to_string(BleuTokenizer tokenizer);
+std::vector<std::string> bleu_tokenize(const std::string& line, BleuTokenizer tokenizer);
+
 // Sufficient statistics of a corpus: summed over sentences, so corpora can be merged.
 struct BleuStats {
   std::array<int64_t, kBleuMaxOrder> matches{};  // clipped n-gram matches, n = 1..4
@@ -26,6 +34,10 @@ struct BleuStats {
 };
 
 BleuStats sentence_bleu_stats(const std::string& hypothesis, const std::string& reference);
+// Several references, as sacreBLEU counts them: each n-gram clipped by its largest count in any
+// reference; the reference length is the one closest to the hypothesis (the shorter on a tie).
+BleuStats sentence_bleu_stats(const std::string& hypothesis,
+                              const std::vector<std::string>& references, BleuTokenizer tokenizer);
 
 struct BleuScore {
   double score = 0.0;                              // 0..100
@@ -46,7 +58,13 @@ BleuScore compute_bleu(const BleuStats& stats);
 BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
                       const std::vector<std::string>& references);
 
+// references[k][i]: line i of reference set k (every set as long as the hypotheses).
+BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
+                      const std::vector<std::vector<std::string>>& references,
+                      BleuTokenizer tokenizer);
+
 // The signature that says which BLEU this is, in sacreBLEU's format.
 std::string bleu_signature();
+std::string bleu_signature(size_t references, BleuTokenizer tokenizer);
 
 }  // namespace attnlab

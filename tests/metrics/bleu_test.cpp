@@ -152,5 +152,38 @@ TEST(Bleu, SignatureNamesTheSacreBleuDefaults) {
   EXPECT_EQ(bleu_signature().rfind("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:", 0), 0u);
 }
 
+TEST(Bleu, CharAndNoneTokenizers) {
+  EXPECT_EQ(bleu_tokenize("ab c\u00e9", BleuTokenizer::kChar),
+            (std::vector<std::string>{"a", "b", "c", "\u00e9"}));
+  EXPECT_EQ(bleu_tokenize(" a,b  c. ", BleuTokenizer::kNone),
+            (std::vector<std::string>{"a,b", "c."}));
+  EXPECT_EQ(bleu_tokenize("a,b", BleuTokenizer::k13a), (std::vector<std::string>{"a", ",", "b"}));
+  EXPECT_THROW(parse_bleu_tokenizer("intl-x"), Error);
+  EXPECT_EQ(bleu_signature(2, BleuTokenizer::kChar).rfind("nrefs:2|case:mixed|eff:no|tok:char|", 0),
+            0u);
+}
+
+// Worked by hand: hypothesis "the cat sat" (3 tokens) against "the cat" (2) and "a cat sat on"
+// (4): both lengths are 1 away, the shorter (2) is the reference length; every unigram and
+// bigram occurs in some reference (the 1, cat 1, sat 1; "the cat" in the first, "cat sat" in the
+// second), the trigram in neither.
+TEST(Bleu, SeveralReferencesClipByTheLargestCountAndTakeTheClosestLength) {
+  const BleuStats stats =
+      sentence_bleu_stats("the cat sat", {"the cat", "a cat sat on"}, BleuTokenizer::k13a);
+  EXPECT_EQ(stats.hyp_length, 3);
+  EXPECT_EQ(stats.ref_length, 2);
+  EXPECT_EQ(stats.matches, (std::array<int64_t, kBleuMaxOrder>{3, 2, 0, 0}));
+  EXPECT_EQ(stats.totals, (std::array<int64_t, kBleuMaxOrder>{3, 2, 1, 0}));
+  // "cat cat" against "cat" and "cat cat cat": clipped at 2 (the second), length 1 vs 3 -> 1.
+  const BleuStats repeated =
+      sentence_bleu_stats("cat cat", {"cat", "cat cat cat"}, BleuTokenizer::k13a);
+  EXPECT_EQ(repeated.matches[0], 2);
+  EXPECT_EQ(repeated.ref_length, 1);
+  // One reference set through the multi-reference path is the single-reference BLEU.
+  const std::vector<std::string> hyp = {"the cat is on the mat", "a dog."};
+  const std::vector<std::string> ref = {"the cat sat on the mat", "a dog barked."};
+  EXPECT_DOUBLE_EQ(corpus_bleu(hyp, {ref}, BleuTokenizer::k13a).score, corpus_bleu(hyp, ref).score);
+}
+
 }  // namespace
 }  // namespace attnlab

@@ -300,3 +300,30 @@ def test_training_pairs_with_an_empty_side_are_skipped_and_counted(attnlab, tmp_
         assert summary["train_pairs_empty"] == 2
         total = sum(1 for _ in open(FIXTURE / "train.en", encoding="utf-8"))
         assert summary["train_pairs"] + summary["train_pairs_skipped"] + 2 == total
+
+
+def test_bleu_refuses_what_is_not_text_and_takes_several_references(attnlab, tmp_path):
+    ref, hyp, ref2 = tmp_path / "ref.txt", tmp_path / "hyp.txt", tmp_path / "ref2.txt"
+    ref.write_text("the cat sat on the mat\na dog barked at night\n")
+    hyp.write_text("the cat sat on a mat\na dog barked at night\n")
+    ref2.write_text("the cat sat on a mat\na dog barks at night\n")
+    for args, message in [((tmp_path, tmp_path), "is not a regular file"),
+                          (("/dev/zero", "/dev/zero"), "is not a regular file")]:
+        result = run_attnlab(attnlab, "bleu", *args, check=False)
+        assert result.returncode == 1 and message in result.stderr, result.stderr
+    (tmp_path / "empty.txt").write_text("")
+    empty = run_attnlab(attnlab, "bleu", ref, tmp_path / "empty.txt", check=False)
+    assert empty.returncode == 1 and "empty.txt is empty" in empty.stderr
+    (tmp_path / "bad.txt").write_bytes(b"the cat sat on the mat\na d\xe9g\n")
+    bad = run_attnlab(attnlab, "bleu", ref, tmp_path / "bad.txt", check=False)
+    assert bad.returncode == 1 and "bad.txt:2: invalid UTF-8 at byte 4" in bad.stderr
+    one = json.loads(run_attnlab(attnlab, "bleu", ref, hyp, "--json").stdout)
+    two = json.loads(run_attnlab(attnlab, "bleu", ref, hyp, "-r", ref2, "--json").stdout)
+    assert two["signature"].startswith("nrefs:2|") and two["score"] > one["score"]
+    assert two["score"] == pytest.approx(100.0), "every hypothesis matches one of its references"
+    chars = json.loads(run_attnlab(attnlab, "bleu", ref, hyp, "--tokenize", "char",
+                                   "--json").stdout)
+    assert "|tok:char|" in chars["signature"]
+    assert chars["hyp_len"] == len("thecatsatonamat") + len("adogbarkedatnight")
+    unknown = run_attnlab(attnlab, "bleu", ref, hyp, "--tokenize", "intl", check=False)
+    assert unknown.returncode == 2 and "13a, char or none" in unknown.stderr
