@@ -86,6 +86,7 @@ int run_bleu(const std::vector<std::string>& args) {
   std::vector<std::string> ref_paths = {values["ref"].as<std::string>()};
   for (const std::string& path : strings(values, "more-refs")) ref_paths.push_back(path);
   std::vector<std::vector<std::string>> references;
+  references.reserve(ref_paths.size());
   for (const std::string& path : ref_paths) references.push_back(read_lines(path));
   const bool from_file = values.count("hyp") > 0;
   const std::string hyp_name = from_file ? values["hyp"].as<std::string>() : "standard input";
