@@ -17,6 +17,7 @@ if __package__ in (None, ""):  # run as a file (python3 analysis/report.py): the
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from analysis import figures, render  # noqa: E402
+from analysis.conclusions import conclusion_lines  # noqa: E402
 from analysis.errors import AnalysisError  # noqa: E402
 from analysis.sweep import load_sweep  # noqa: E402
 from analysis.table import build_table  # noqa: E402
@@ -142,6 +143,9 @@ def _markdown_report(sweep, table, out, figure_files, figure_notes, notes=None):
         lines += [f"Sweep file: `{sweep.manifest.source}`"
                   + (f"; sets: {', '.join(sweep.manifest.sets)}" if sweep.manifest.sets else ""),
                   ""]
+    conclusions = conclusion_lines(sweep, table)
+    if conclusions:
+        lines += ["## Conclusions", ""] + conclusions + [""]
     lines += _provenance(sweep)
     if table.incomplete:
         lines += ["**This sweep is incomplete.**", ""]

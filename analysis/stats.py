@@ -44,6 +44,22 @@ def welch_t_test(a, b):
     return float(t), float(df), float(p)
 
 
+def welch_interval(a, b, confidence=0.95):
+    """Welch's two-sided interval on mean(a) - mean(b) (the one core/cluster/adaptive_seeds.cpp
+    decides seeds with): (low, high), nan when either side has fewer than two values."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.size < 2 or b.size < 2:
+        return math.nan, math.nan
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    difference = a.mean() - b.mean()
+    if va + vb == 0:
+        return float(difference), float(difference)
+    df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
+    half = scipy_stats.t.ppf(1.0 - (1.0 - confidence) / 2.0, df) * math.sqrt(va + vb)
+    return float(difference - half), float(difference + half)
+
+
 def paired_bootstrap(stats_a, stats_b, metric, samples=1000, seed=12345):
     """Paired bootstrap resampling over sentences (Koehn 2004).
 

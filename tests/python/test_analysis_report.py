@@ -415,3 +415,30 @@ def test_relative_attention_entropy_is_one_for_uniform_and_zero_for_one_hot():
     # Half the heads uniform, half one-hot: the mean over heads.
     mixed = np.concatenate([uniform[:1], one_hot[:1]])
     assert relative_entropy(mixed) == pytest.approx(0.5)
+
+
+def test_conclusions_agree_with_the_table_they_summarise():
+    """Each conclusion line of the committed CPU-scale Table 3: its interval excludes 0 exactly
+    when Welch's test gives p < 0.05, its delta is the table's, and the paper direction is the
+    sign comparison of the two deltas."""
+    from analysis.conclusions import conclusion_lines
+    from analysis.sweep import load_sweep
+    from analysis.table import build_table
+    sweep = load_sweep(ROOT / "docs" / "results" / "table3-small" / "runs", with_attention=False)
+    table = build_table(sweep, bootstrap_samples=10)
+    lines = {re.match(r"- \*\*(.+?)\*\*", line).group(1): line
+             for line in conclusion_lines(sweep, table) if line.startswith("- **")}
+    records = {r["row"]: r for r in table.records}
+    base_paper = records[sweep.base]["paper_ppl"]
+    assert len(lines) == len(sweep.rows) - 1
+    for row, line in lines.items():
+        record = records[row]
+        assert f"dev PPL {record['ppl_delta']:+.2f} vs base" in line
+        low, high = map(float, re.search(r"interval \[([-+\d.]+), ([-+\d.]+)\]", line).groups())
+        assert (low > 0 or high < 0) == (record["ppl_p"] < 0.05), line
+        assert ("not significant" not in line) == (low > 0 or high < 0)
+        paper_delta = round(record["paper_ppl"] - base_paper, 2)
+        if paper_delta:
+            same = (paper_delta > 0) == (record["ppl_delta"] > 0)
+            assert ("same direction" if same else "opposite direction") in line
+        assert "3 of 3 runs unconverged" in line
