@@ -142,7 +142,7 @@ def _choose_base(rows, explicit):
 
 
 def _load_from_manifest(directory, manifest, with_attention):
-    records, data, rows, order = [], {}, {}, []
+    records, data, rows, order, notes_damaged = [], {}, {}, [], []
     for run in manifest.runs:
         record = _run_record(run.id, run.name, run.row, run.group, run.seed,
                              directory / run.id / RUN_FILE)
@@ -155,14 +155,20 @@ def _load_from_manifest(directory, manifest, with_attention):
         rows[run.row].run_ids.append(run.id)
         path = directory / run.id / RUN_FILE
         if path.exists():
-            loaded = read_run(path, with_attention=with_attention)
-            data[run.id] = loaded
-            _merge_run(record, loaded)
+            try:
+                loaded = read_run(path, with_attention=with_attention)
+            except AnalysisError as error:
+                # One damaged file leaves its run out of the means; the rest are reported.
+                record["status"] = "unreadable"
+                notes_damaged.append(f"{run.name} (id {run.id}): {error}")
+            else:
+                data[run.id] = loaded
+                _merge_run(record, loaded)
         records.append(record)
     declared = {run.id for run in manifest.runs}
     extra = sorted(p.parent.name for p in directory.glob(f"*/{RUN_FILE}")
                    if p.parent.name not in declared)
-    notes = []
+    notes = [f"unreadable run file, left out of every mean: {line}" for line in notes_damaged]
     if extra:
         notes.append("run directories not in the manifest (left out): " + ", ".join(extra))
     return records, data, [rows[k] for k in order], notes

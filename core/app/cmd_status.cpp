@@ -48,8 +48,11 @@ cluster::RunProgress read_run_file(const fs::path& path) {
         if (run.eval.columns[c] == "accuracy") progress.dev_accuracy = run.eval.values[c].back();
       }
     }
-  } catch (const std::exception&) {
-    progress = cluster::RunProgress{};  // being created right now: no complete file yet
+  } catch (const std::exception& error) {
+    // Being created right now (no complete file yet), or damaged: read_run_progress tells them
+    // apart by the run directory's lock.
+    progress = cluster::RunProgress{};
+    progress.problem = error.what();
   }
   return progress;
 }
@@ -58,6 +61,11 @@ cluster::RunProgress read_run_file(const fs::path& path) {
 
 cluster::RunProgress read_run_progress(const std::string& run_dir) {
   cluster::RunProgress progress = read_run_file(fs::path(run_dir) / "run.h5");
+  // A file that exists but cannot be read, with no trainer writing it, is damaged: `sweep`
+  // relaunches the run, which keeps the file aside and resumes from its newest checkpoint.
+  if (!progress.problem.empty() && directory_lock_holder(run_dir) == 0) {
+    progress.status = "damaged";
+  }
   // "running" in the file is only true while a trainer holds the directory's lock.
   if (progress.status == "running") {
     const int64_t holder = directory_lock_holder(run_dir);
@@ -162,7 +170,7 @@ int run_status(const std::vector<std::string>& args) {
     const cluster::RunProgress progress = read_run_progress(run_dir.string());
     const std::string slurm_text = slurm_state.count(run.id) ? slurm_state[run.id] : "";
     const bool stopped = progress.status == "failed" || progress.status == "preempted" ||
-                         progress.status == "interrupted" ||
+                         progress.status == "interrupted" || progress.status == "damaged" ||
                          cluster::slurm_state_failed(slurm_text);
     if (!stopped || progress.status == "completed") continue;
     if (!header) std::printf("\nwhy runs stopped:\n");
@@ -173,6 +181,10 @@ int run_status(const std::vector<std::string>& args) {
     if (!slurm_text.empty()) std::printf(", Slurm %s", slurm_text.c_str());
     if (progress.status == "interrupted") {
       std::printf(" (run.h5 says running but no process holds the run; rerun the sweep to resume)");
+    }
+    if (progress.status == "damaged") {
+      std::printf(" (run.h5: %s; the sweep resumes it from its newest intact checkpoint)",
+                  progress.problem.c_str());
     }
     std::printf("\n");
     if (fs::exists(log)) {

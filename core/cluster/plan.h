@@ -14,12 +14,14 @@ namespace attnlab::cluster {
 struct RunProgress {
   bool exists = false;  // run.h5 is there and readable
   // running | completed | failed | preempted | interrupted (run.h5 says running but no process
-  // holds the run directory's lock: killed, or its node lost), "" when nothing ran yet.
+  // holds the run directory's lock: killed, or its node lost) | damaged (run.h5 unreadable),
+  // "" when nothing ran yet.
   std::string status;
-  bool alive = false;  // a live process holds the run directory's lock (core/util/dir_lock.h)
-  int exit_code = 0;   // the launcher's record of the last launch's exit code (0 when none)
-  int64_t step = 0;    // the last /train step
-  int64_t total = 0;   // train.steps
+  bool alive = false;   // a live process holds the run directory's lock (core/util/dir_lock.h)
+  int exit_code = 0;    // the launcher's record of the last launch's exit code (0 when none)
+  std::string problem;  // why run.h5 could not be read (status "damaged" once no one writes it)
+  int64_t step = 0;     // the last /train step
+  int64_t total = 0;    // train.steps
   std::optional<double> dev_ppl;
   std::optional<double> dev_accuracy;
   std::string stop_reason;              // steps | patience | epochs | preempted; "" while training

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "core/config/config.h"
 #include "core/decode/average.h"
@@ -273,14 +274,28 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   std::string checkpoint_path;
   // Rank 0 holds the run directory's lock until it exits: a second trainer on it stops here.
   std::vector<std::unique_ptr<DirectoryLock>> locks;
+  bool new_log = false;  // rank 0: resume with a fresh run.h5 (the old one was damaged)
   if (lead) {
     fs::create_directories(dir);
     locks.push_back(std::make_unique<DirectoryLock>(dir));
     if (fs::exists(log_path)) {
-      const io::RunContents existing = io::read_run(log_path);
-      if (existing.status == io::RunStatus::completed && !request.force) {
+      // A log that cannot be read is kept aside; the run resumes from its newest intact
+      // checkpoint with a new log (the series before that step are in the damaged file only).
+      std::optional<io::RunContents> existing;
+      try {
+        existing = io::read_run(log_path);
+      } catch (const Error& error) {
+        const std::string kept = fresh_directory(log_path + ".damaged");
+        fs::rename(log_path, kept);
+        std::fprintf(stderr,
+                     "attnlab: %s cannot be read (%s); it is kept as %s and the run resumes "
+                     "from its newest intact checkpoint with a new log\n",
+                     log_path.c_str(), error.what(), kept.c_str());
+        new_log = true;
+      }
+      if (existing && existing->status == io::RunStatus::completed && !request.force) {
         decision[0] = 2;
-      } else if (existing.status == io::RunStatus::completed) {
+      } else if (existing && existing->status == io::RunStatus::completed) {
         dir = fresh_directory(dir);
         fs::create_directories(dir);
         locks.push_back(std::make_unique<DirectoryLock>(dir));
@@ -289,7 +304,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
         checkpoint_path = newest_valid_checkpoint(dir, &warning);
         if (!warning.empty()) std::fprintf(stderr, "attnlab: %s\n", warning.c_str());
         decision[0] = checkpoint_path.empty() ? 0 : 1;
-        if (checkpoint_path.empty()) {
+        if (checkpoint_path.empty() && fs::exists(log_path)) {
           // Killed before its first checkpoint: keep the old log beside the new one.
           const std::string kept = fresh_directory(log_path);
           fs::rename(log_path, kept);
@@ -323,12 +338,15 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     trainer.restore(state.step, state.tokens, state.position);
     trainer.stopping().restore(state.stopping);
     trainer.restore_train_seconds(state.train_seconds);
-    if (lead) {
+    if (lead && !new_log) {
       log = std::make_unique<io::RunLog>(io::RunLog::resume(dir + "/run.h5", state.step));
+    }
+    if (lead) {
       std::fprintf(stderr, "attnlab: resuming %s from step %ld\n", dir.c_str(),
                    static_cast<long>(state.step));
     }
-  } else if (lead) {
+  }
+  if (lead && !log) {
     io::RunInfo info;
     info.run_id = request.run_id.empty() ? fs::path(dir).filename().string() : request.run_id;
     info.sweep_id = request.sweep_id;

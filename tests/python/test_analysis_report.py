@@ -290,24 +290,30 @@ def test_empty_directory_is_bad_input(tmp_path, capsys):
     assert "no such directory" in capsys.readouterr().err
 
 
-def test_truncated_file_is_bad_input_naming_it(sweep_dir, tmp_path, capsys):
+def test_a_truncated_run_file_is_named_and_left_out_the_rest_reported(sweep_dir, tmp_path,
+                                                                       capsys):
     copy = copy_sweep(sweep_dir, tmp_path)
     victim = copy / run_ids(copy)[1] / "run.h5"
     data = victim.read_bytes()
     victim.write_bytes(data[:len(data) // 3])
-    assert report_main([str(copy), "--no-figures"]) == 2
+    assert report_main([str(copy), "--no-figures"]) == 0
     error = capsys.readouterr().err
-    assert str(victim) in error and "truncated" in error
+    assert "unreadable" in error and run_ids(copy)[1] in error
+    report = (copy / "report" / "report.md").read_text()
+    assert "unreadable run file, left out of every mean" in report and str(victim) in report
+    assert "truncated" in report
+    table = pd.read_csv(copy / "report" / "table.csv")
+    assert table["completed"].sum() == len(run_ids(copy)) - 1
 
 
-def test_mixed_schema_versions_are_bad_input_naming_the_file(sweep_dir, tmp_path, capsys):
+def test_a_run_file_of_another_schema_version_is_named_and_left_out(sweep_dir, tmp_path, capsys):
     copy = copy_sweep(sweep_dir, tmp_path)
     newer = copy / run_ids(copy)[4] / "run.h5"
     with h5py.File(newer, "r+") as f:
         f.attrs["schema_version"] = np.int64(2)
-    assert report_main([str(copy), "--no-figures"]) == 2
-    error = capsys.readouterr().err
-    assert str(newer) in error and "unknown schema_version 2" in error
+    assert report_main([str(copy), "--no-figures"]) == 0
+    report = (copy / "report" / "report.md").read_text()
+    assert str(newer) in report and "unknown schema_version 2" in report
 
 
 def test_attnlab_report_runs_the_analysis(attnlab, sweep_dir, tmp_path):

@@ -128,7 +128,8 @@ FAILING_ROW = """\
     - name: broken
       set: {data.task: corpus, data.max_length: 60, data.tokenizer.vocab_size: 13,
             data.train.src: /nonexistent/a, data.train.tgt: /nonexistent/b,
-            data.dev.src: /nonexistent/a, data.dev.tgt: /nonexistent/b}
+            data.dev.src: /nonexistent/a, data.dev.tgt: /nonexistent/b,
+            data.test.src: /nonexistent/a, data.test.tgt: /nonexistent/b}
 """
 
 
@@ -402,3 +403,30 @@ def test_plan_prices_a_sweep_from_a_given_rate_and_from_its_own_logs(attnlab, tm
     run_attnlab(attnlab, "sweep", sweep, "--out", tmp_path / "runs", timeout=300)
     measured = run_attnlab(attnlab, "plan", sweep, "--out", tmp_path / "runs").stdout
     assert "measured from 4 finished run(s) of this sweep" in measured
+
+
+def test_a_damaged_run_file_shows_as_damaged_and_the_sweep_resumes_it(attnlab, tmp_path):
+    """A completed run whose run.h5 was cut short: status says damaged (with the reason), not
+    "not started"; sweep keeps the file aside and resumes the run from its newest checkpoint to
+    the same final dev loss."""
+    sweep = write_sweep(tmp_path, name="damaged", steps=30, seeds="[1]",
+                        extra="  grid: {model.norm: [pre]}\n")
+    runs = tmp_path / "runs"
+    run_attnlab(attnlab, "sweep", sweep, "--out", runs, timeout=300)
+    (run_dir,) = run_dirs(runs / "damaged")
+
+    def final_dev_loss():
+        with h5py.File(run_dir / "run.h5", "r") as f:
+            return float(f["summary"].attrs["final_dev_loss"])
+
+    expected = final_dev_loss()
+    log = run_dir / "run.h5"
+    log.write_bytes(log.read_bytes()[:2000])
+    status = run_attnlab(attnlab, "status", runs / "damaged").stdout
+    assert " damaged " in status and "resumes it from its newest intact checkpoint" in status
+    again = run_attnlab(attnlab, "sweep", sweep, "--out", runs, timeout=300)
+    assert "launching 1 run(s)" in again.stdout
+    assert (run_dir / "run.h5.damaged.1").is_file()
+    with h5py.File(log, "r") as f:
+        assert f.attrs["status"] == "completed"
+    assert final_dev_loss() == expected
