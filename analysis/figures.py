@@ -23,8 +23,14 @@ STACK_TITLES = {"encoder_self": "encoder self-attention", "decoder_self":
 
 
 def _colors(count):
-    cmap = plt.get_cmap("tab10" if count <= 10 else "tab20")
+    cmap = plt.get_cmap("tab10")
     return [cmap(i % cmap.N) for i in range(count)]
+
+
+def _styles(count):
+    """Line styles that, with tab10's strong colours, tell up to 40 lines apart (the pale half of
+    tab20 is hard to read)."""
+    return [("-", "--", ":", "-.")[(i // 10) % 4] for i in range(count)]
 
 
 def _save(figure, path):
@@ -60,11 +66,16 @@ def learning_curves(sweep, out_dir):
     completed = set(sweep.runs.loc[sweep.runs["status"] == "completed", "run_id"])
     if train.empty and evaluation.empty:
         return [], "learning curves: no run has logged a training or evaluation row yet."
-    panels = [(train, "loss", "training loss (nats / target token)", False),
+    # NLL, not the training loss: rows with other label smoothing have losses on other scales.
+    train_column = "nll" if "nll" in train else "loss"
+    train_label = ("training NLL (nats / target token, without label smoothing)"
+                   if train_column == "nll" else "training loss (nats / target token)")
+    panels = [(train, train_column, train_label, False),
               (evaluation, "ppl", "dev perplexity (per target token, log scale)", True)]
     figure, axes = plt.subplots(2, 2, figsize=(12, 8.5))
     rows = [r.key for r in sweep.rows]
     colors = dict(zip(rows, _colors(len(rows))))
+    styles = dict(zip(rows, _styles(len(rows))))
     for line, (frame, column, label, log) in enumerate(panels):
         for col, x_column in enumerate(("step", "tokens")):
             axis = axes[line][col]
@@ -78,7 +89,7 @@ def learning_curves(sweep, out_dir):
                 x, mean, low, high = _band(part, x_column, column)
                 seeds = part["run_id"].nunique()
                 partial = "" if set(part["run_id"]) <= completed else ", incomplete"
-                axis.plot(x, mean, color=colors[row], lw=1.6,
+                axis.plot(x, mean, styles[row], color=colors[row], lw=1.6,
                           label=f"{row} (n={seeds}{partial})")
                 if seeds > 1:
                     axis.fill_between(x, low, high, color=colors[row], alpha=0.2, lw=0)
@@ -125,16 +136,17 @@ def attention_maps(sweep, out_dir, rows):
             size = 2.2 + 0.12 * max(len(keys), 1)
             figure, axes = plt.subplots(len(layers), heads, squeeze=False,
                                         figsize=(size * heads + 1, size * len(layers) + 0.6))
-            image = None
             for layer, weights in enumerate(layers):
                 for head in range(heads):
                     axis = axes[layer][head]
                     if head >= weights.shape[0]:
                         axis.axis("off")
                         continue
-                    image = axis.imshow(weights[head], vmin=0.0, vmax=1.0, cmap="viridis",
-                                        aspect="auto", interpolation="nearest")
-                    axis.set_title(f"layer {layer}, head {head}", fontsize=9)
+                    # Each map on its own scale: near-uniform maps would look empty on 0..1.
+                    peak = float(weights[head].max())
+                    axis.imshow(weights[head], vmin=0.0, vmax=peak if peak > 0 else 1.0,
+                                cmap="viridis", aspect="auto", interpolation="nearest")
+                    axis.set_title(f"layer {layer}, head {head} (max {peak:.2f})", fontsize=9)
                     if len(keys) == weights.shape[2] and len(keys) <= 40:
                         axis.set_xticks(range(len(keys)), keys, fontsize=7, rotation=90)
                     if len(queries) == weights.shape[1] and len(queries) <= 40:
@@ -143,10 +155,9 @@ def attention_maps(sweep, out_dir, rows):
                         axis.set_xlabel("key position (token)")
                     if head == 0:
                         axis.set_ylabel("query position (token)")
-            if image is not None:
-                figure.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
             figure.suptitle(f"{STACK_TITLES[stack]}, {probe_name}: row {row_key}, "
-                            f"seed {sweep.data[run_id].attrs.get('seed')}")
+                            f"seed {sweep.data[run_id].attrs.get('seed')} (each map coloured "
+                            "from 0 to its own maximum, given in its title)")
             path = pathlib.Path(out_dir) / f"attention_{_safe(row_key)}_{stack}.png"
             written.append(_save(figure, path))
     note = "" if written or not rows else ("attention heat maps: no completed run of the "
