@@ -19,7 +19,7 @@ if __package__ in (None, ""):  # run as a file (python3 analysis/report.py): the
 from analysis import figures, render  # noqa: E402
 from analysis.conclusions import conclusion_lines  # noqa: E402
 from analysis.errors import AnalysisError  # noqa: E402
-from analysis.sweep import load_sweep  # noqa: E402
+from analysis.sweep import load_runs, load_sweep  # noqa: E402
 from analysis.table import build_table  # noqa: E402
 
 FORMATS = ("md", "tex", "csv")
@@ -38,8 +38,8 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="attnlab report", description="Tables (paper layout), statistics and figures of a "
         "sweep directory runs/<sweep>.")
-    parser.add_argument("sweep", help="the sweep directory (holding manifest.yaml and "
-                        "<run_id>/run.h5)")
+    parser.add_argument("sweep", nargs="+", help="the sweep directory (holding manifest.yaml "
+                        "and <run_id>/run.h5), or one or more run directories (a run, a pair)")
     parser.add_argument("--out", help="output directory (default: <sweep>/report)")
     parser.add_argument("--format", type=_formats, default=list(FORMATS),
                         help="comma-separated table formats: md,tex,csv (default: all)")
@@ -79,7 +79,11 @@ def write_report(args):
             notes = pathlib.Path(args.notes).read_text(encoding="utf-8").strip()
         except OSError as error:
             raise AnalysisError(f"--notes {args.notes}: cannot read it ({error.strerror})") from None
-    sweep = load_sweep(args.sweep, base=args.base, with_attention=not args.no_figures)
+    first = pathlib.Path(args.sweep[0])
+    if len(args.sweep) == 1 and not (first / "run.h5").is_file():
+        sweep = load_sweep(first, base=args.base, with_attention=not args.no_figures)
+    else:
+        sweep = load_runs(args.sweep, with_attention=not args.no_figures)
     out = pathlib.Path(args.out) if args.out else sweep.directory / "report"
     out.mkdir(parents=True, exist_ok=True)
     table = build_table(sweep, bootstrap_samples=args.bootstrap_samples)

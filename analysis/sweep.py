@@ -174,8 +174,8 @@ def _load_from_manifest(directory, manifest, with_attention):
     return records, data, [rows[k] for k in order], notes
 
 
-def _load_without_manifest(directory, with_attention):
-    paths = sorted(directory.glob(f"*/{RUN_FILE}"))
+def _load_without_manifest(directory, with_attention, paths=None):
+    paths = sorted(directory.glob(f"*/{RUN_FILE}")) if paths is None else paths
     if not paths:
         raise AnalysisError(f"{directory}: neither a {MANIFEST} nor any <run>/{RUN_FILE}: "
                             "not a sweep directory (or the sweep has not started)")
@@ -229,6 +229,27 @@ def load_sweep(directory, base=None, with_attention=True):
     base_key, base_note = _choose_base(rows, base)
     return Sweep(directory=directory, name=name, manifest=manifest, runs=runs, data=data,
                  rows=rows, base=base_key, base_note=base_note, notes=notes)
+
+
+def load_runs(paths, with_attention=True):
+    """Single runs or a pair, without a sweep: each path a run directory or its run.h5. Rows are
+    the configurations found (as for a directory without a manifest); the first run's directory
+    stands for the sweep's."""
+    files = []
+    for path in map(pathlib.Path, paths):
+        file = path / RUN_FILE if path.is_dir() else path
+        if not file.is_file():
+            raise AnalysisError(f"{path}: not a run (no {RUN_FILE})")
+        files.append(file)
+    directory = files[0].parent
+    records, data, rows, notes = _load_without_manifest(directory, with_attention, files)
+    runs = pd.DataFrame.from_records(records)
+    if "seed" in runs:
+        runs["seed"] = runs["seed"].astype("int64")
+    base_key, base_note = _choose_base(rows, None)
+    name = directory.name if len(files) == 1 else f"{len(files)} runs"
+    return Sweep(directory=directory, name=name, manifest=None, runs=runs, data=data, rows=rows,
+                 base=base_key, base_note=base_note, notes=notes)
 
 
 def series_frame(sweep, kind):

@@ -448,3 +448,18 @@ def test_conclusions_agree_with_the_table_they_summarise():
             same = (paper_delta > 0) == (record["ppl_delta"] > 0)
             assert ("same direction" if same else "opposite direction") in line
         assert "3 of 3 runs unconverged" in line
+
+
+def test_a_single_run_and_a_pair_get_a_report(sweep_dir, tmp_path, capsys):
+    ids = run_ids(sweep_dir)
+    one = tmp_path / "one"
+    assert report_main([str(sweep_dir / ids[0]), "--out", str(one), "--no-figures"]) == 0
+    table = pd.read_csv(one / "table.csv")
+    assert len(table) == 1 and table["completed"].tolist() == [1]
+    pair = tmp_path / "pair"
+    assert report_main([str(sweep_dir / ids[0] / "run.h5"), str(sweep_dir / ids[-1]), "--out",
+                        str(pair), "--no-figures"]) == 0
+    runs = pd.read_csv(pair / "runs.csv")
+    assert sorted(runs["run_id"]) == sorted([ids[0], ids[-1]])
+    assert report_main([str(tmp_path / "nothing"), str(sweep_dir / ids[0])]) == 2
+    assert "not a run" in capsys.readouterr().err
