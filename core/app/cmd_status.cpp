@@ -107,15 +107,26 @@ std::string lower(std::string text) {
 
 int run_status(const std::vector<std::string>& args) {
   po::options_description options("status options");
-  options.add_options()("dir", po::value<std::string>(), "the sweep directory (runs/<sweep>)");
+  options.add_options()("dir", po::value<std::string>(),
+                        "the sweep directory (runs/<sweep>), or one run's directory");
   po::positional_options_description positional;
   positional.add("dir", 1);
   po::variables_map values;
-  if (!parse("status", "runs/<sweep>", args, options, positional, values)) return kExitOk;
+  if (!parse("status", "runs/<sweep> | RUN_DIR", args, options, positional, values)) {
+    return kExitOk;
+  }
   if (!values.count("dir")) throw UsageError("missing the sweep directory, e.g. runs/<sweep>");
-  const std::string dir = values["dir"].as<std::string>();
-
-  const std::vector<cluster::ManifestRun> runs = cluster::read_manifest_runs(dir);
+  std::string dir = values["dir"].as<std::string>();
+  std::vector<cluster::ManifestRun> runs;
+  if (!fs::exists(fs::path(dir) / "manifest.yaml") && fs::exists(fs::path(dir) / "run.h5")) {
+    // One run directory: the same line as in its sweep's table.
+    fs::path run = fs::absolute(dir).lexically_normal();
+    if (run.filename().empty()) run = run.parent_path();
+    runs.push_back({run.filename().string(), run.filename().string(), ""});
+    dir = run.parent_path().string();
+  } else {
+    runs = cluster::read_manifest_runs(dir);
+  }
   // The newest submission of each run and its array task's state.
   std::map<std::string, std::string> job_of_run;
   std::map<std::string, std::string> slurm_state;

@@ -2,6 +2,7 @@
 N ranks equal one rank. Every run is a tiny reverse-task model so the suite stays fast."""
 
 import hashlib
+import re
 import shutil
 import signal
 import subprocess
@@ -208,6 +209,8 @@ def test_patience_stops_at_the_step_the_dev_losses_say_and_keeps_the_best(attnla
         assert int(f.attrs["step"]) == best_step
     inspect = run_attnlab(attnlab, "inspect", out).stdout
     assert "stopped by       patience" in inspect and "best.h5  (best dev loss)" in inspect
+    status = run_attnlab(attnlab, "status", out).stdout  # one run directory, not a sweep
+    assert re.search(rf"completed\s+{stop_step}/2000 patience", status), status
 
 
 def test_a_run_resumed_under_patience_stops_where_an_uninterrupted_one_does(attnlab, tmp_path):
