@@ -279,12 +279,15 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     fs::create_directories(dir);
     locks.push_back(std::make_unique<DirectoryLock>(dir));
     if (fs::exists(log_path)) {
-      // A log that cannot be read is kept aside; the run resumes from its newest intact
-      // checkpoint with a new log (the series before that step are in the damaged file only).
+      // A log that cannot be read, in a directory with an intact checkpoint, is kept aside; the
+      // run resumes from that checkpoint with a new log (the earlier series stay in the kept
+      // file only).
       std::optional<io::RunContents> existing;
       try {
         existing = io::read_run(log_path);
       } catch (const Error& error) {
+        // Without a checkpoint of its own this may not be a run of ours at all: leave it.
+        if (newest_valid_checkpoint(dir, nullptr).empty()) throw;
         const std::string kept = fresh_directory(log_path + ".damaged");
         fs::rename(log_path, kept);
         std::fprintf(stderr,
