@@ -101,8 +101,16 @@ def markdown(sweep, frame, choice, notes=None):
              f"`{sweep.manifest.source if sweep.manifest else '?'}`). Final dev PPL per recipe "
              "(mean ± std over seeds, min-max in brackets); schedule inverse_sqrt: "
              "peak x min(step / warmup, sqrt(warmup / step)), which is noam with its peak set "
-             "directly.", "",
-             "| row | peak | warmup | seeds | dev PPL | range |", "|---|---|---|---|---|---|"]
+             "directly.", ""]
+    runs = sweep.runs
+    if "host" in runs and "git_commit" in runs:
+        seconds = runs["train_seconds"].sum() if "train_seconds" in runs else float("nan")
+        created = sorted(str(c) for c in runs.get("created", []) if str(c) != "nan")
+        lines += [f"Provenance: runs made on {', '.join(sorted(set(map(str, runs['host']))))} "
+                  f"with attnlab {', '.join(sorted(set(map(str, runs['git_commit']))))}"
+                  + (f", {created[0]} to {created[-1]}" if created else "")
+                  + f"; training time summed over runs {seconds / 60:.1f} min.", ""]
+    lines += ["| row | peak | warmup | seeds | dev PPL | range |", "|---|---|---|---|---|---|"]
     for _, r in frame.iterrows():
         std = "" if not math.isfinite(r["std"]) else f" ± {r['std']:.2f}"
         lines.append(f"| {r['model_row']} | {r[PEAK]:g} | {int(r[WARMUP])} | {int(r['seeds'])} "
