@@ -2,6 +2,8 @@
 // the step, target tokens seen and the data position, checked against the model's architecture.
 #include "core/train/checkpoints.h"
 
+#include <optional>
+
 #include "core/config/config.h"
 #include "core/io/checkpoint.h"
 #include "core/io/checkpoint_dir.h"
@@ -99,12 +101,13 @@ CheckpointState load_checkpoint(const std::string& path, Trainer& trainer) {
   checkpoint.load(io::kAdamVGroup, named<View>(table, trainer.optimizer().v().data()));
   CheckpointState state;
   state.step = checkpoint.state().step;
-  auto scalar = [&](const std::string& name) -> double {
+  // Scalars absent from older checkpoints (the stop state, training time) take `fallback`.
+  auto scalar = [&](const std::string& name, std::optional<double> fallback) -> double {
     for (const auto& [key, value] : checkpoint.state().scalars) {
       if (key == name) return value;
     }
-    CHECK(false) << "checkpoint " << path << " has no scalar '" << name << "'";
-    return 0.0;
+    CHECK(fallback.has_value()) << "checkpoint " << path << " has no scalar '" << name << "'";
+    return *fallback;
   };
   auto position = [&](const std::string& name) -> int64_t {
     for (const auto& [key, value] : checkpoint.state().data_position) {
@@ -113,20 +116,12 @@ CheckpointState load_checkpoint(const std::string& path, Trainer& trainer) {
     CHECK(false) << "checkpoint " << path << " has no data position '" << name << "'";
     return 0;
   };
-  state.tokens = static_cast<int64_t>(scalar("tokens"));
-  // Absent from checkpoints written before stop rules existed: then nothing was observed yet.
-  auto optional_scalar = [&](const std::string& name, double fallback) -> double {
-    for (const auto& [key, value] : checkpoint.state().scalars) {
-      if (key == name) return value;
-    }
-    return fallback;
-  };
-  state.stopping.best_loss = optional_scalar("stop.best_loss", state.stopping.best_loss);
-  state.stopping.best_step = static_cast<int64_t>(optional_scalar("stop.best_step", 0.0));
-  state.stopping.evals_since_best =
-      static_cast<int64_t>(optional_scalar("stop.evals_since_best", 0.0));
-  state.train_seconds = optional_scalar("train_seconds", 0.0);
+  state.tokens = static_cast<int64_t>(scalar("tokens", std::nullopt));
   state.position = {position("epoch"), position("offset")};
+  state.stopping.best_loss = scalar("stop.best_loss", state.stopping.best_loss);
+  state.stopping.best_step = static_cast<int64_t>(scalar("stop.best_step", 0.0));
+  state.stopping.evals_since_best = static_cast<int64_t>(scalar("stop.evals_since_best", 0.0));
+  state.train_seconds = scalar("train_seconds", 0.0);
   return state;
 }
 

@@ -181,6 +181,7 @@ void write_attention_probes(Trainer& trainer, io::RunLog& log) {
 struct FinalParameters {
   std::string description;  // "newest (step 800)", "best (step 600)", "average of steps ..."
   int64_t step = 0;         // the step of the parameters (the newest one when averaged)
+  bool averaged = false;    // not the parameters of any one evaluation
 };
 
 FinalParameters load_final_parameters(Trainer& trainer, const std::string& dir, bool lead) {
@@ -205,6 +206,7 @@ FinalParameters load_final_parameters(Trainer& trainer, const std::string& dir, 
     }
     chosen.description =
         "average of " + std::to_string(eval.average_last) + " (steps " + steps + ")";
+    chosen.averaged = true;
   } else {
     return chosen;
   }
@@ -454,7 +456,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   const bool final_bleu = eval_config.final_bleu || eval_config.bleu_during_training;
   EvalRow final_eval = last_eval;
   if (final_parameters.step != trainer.step() || last_eval.step != trainer.step() ||
-      final_parameters.description.rfind("average", 0) == 0 ||
+      final_parameters.averaged ||
       (final_bleu && last_eval.bleu < 0 && trainer.data().has_text())) {
     final_eval = trainer.evaluate(true, final_bleu);
     final_eval.step = final_parameters.step;
