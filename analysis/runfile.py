@@ -5,6 +5,10 @@ HDF5's file lock, and a series is read up to its shortest column (its complete r
 """
 
 import dataclasses
+import faulthandler
+import os
+import signal
+import time
 
 import h5py
 import numpy as np
@@ -149,8 +153,68 @@ def check_schema(attrs, path):
 
 def read_run(path, with_attention=True):
     """Everything in one run file. AnalysisError for a file that is unreadable (truncated,
-    not HDF5), not an attnlab run, or of a schema version this analysis does not know."""
+    not HDF5, or so damaged that reading it crashes HDF5), not an attnlab run, or of a schema
+    version this analysis does not know."""
     path = str(path)
+    _read_in_child(path, with_attention)
+    return _read_run(path, with_attention)
+
+
+# A read of an intact run file takes milliseconds; one that runs longer is looping in HDF5.
+READ_TIMEOUT_SECONDS = 30.0
+
+
+def _read_in_child(path, with_attention, timeout=READ_TIMEOUT_SECONDS):
+    """HDF5 parses some internal structures of a file (heaps, B-trees) without checksums, so one
+    flipped bit can crash or hang it, and with it this process. The first read of each file
+    happens in a forked child: a crash or a hang there becomes an AnalysisError naming the file
+    (as attnlab's own readers do, core/util/isolated.h), and the caller goes on with other runs."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: read, report, exit without running the parent's cleanup
+        os.close(read_end)
+        faulthandler.disable()
+        for crash in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL):
+            signal.signal(crash, signal.SIG_DFL)
+        code = 0
+        try:
+            _read_run(path, with_attention)
+        except AnalysisError as error:
+            os.write(write_end, str(error).encode("utf-8", "replace")[:60000])
+            code = 3
+        except BaseException:  # noqa: BLE001 - any other failure is reported by its exit code
+            code = 4
+        os._exit(code)
+    os.close(write_end)
+    deadline = time.monotonic() + timeout
+    pause = 0.0002
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(read_end)
+            raise AnalysisError(f"{path}: reading it did not finish in {timeout:.0f} s (a damaged "
+                                f"file that makes HDF5 loop?); the reader was stopped")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
+    with os.fdopen(read_end, "rb") as pipe:
+        message = pipe.read().decode("utf-8", "replace")
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        raise AnalysisError(f"{path}: reading it crashed HDF5 (signal {number}, "
+                            f"{signal.Signals(number).name}): the file is damaged")
+    code = os.WEXITSTATUS(status)
+    if code == 3:
+        raise AnalysisError(message)
+    if code != 0:
+        raise AnalysisError(f"{path}: unreadable run file (reading it failed with exit code "
+                            f"{code})")
+
+
+def _read_run(path, with_attention):
     try:
         file = h5py.File(path, "r", locking=False)
     except (OSError, ValueError) as error:

@@ -76,6 +76,7 @@ int run_eval(const std::vector<std::string>& args) {
   const BeamOptions& beam = settings.beam;
 
   RunModel run = load_run_model(run_dir, average, settings.best);
+  note_skipped_checkpoints("eval", run);
   const SplitFiles& files = split == "dev" ? run.config.data.dev : run.config.data.test;
   CHECK(!files.src.empty() && !files.tgt.empty())
       << "the run's config names no data." << split << " files";

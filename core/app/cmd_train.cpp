@@ -10,6 +10,7 @@
 #include "core/dist/abort.h"
 #include "core/dist/comm.h"
 #include "core/train/run.h"
+#include "core/util/path_name.h"
 
 namespace attnlab::cli {
 namespace {
@@ -46,6 +47,12 @@ int run_train(const std::vector<std::string>& args) {
         request.config.data.task + "' has no tokenizer");
   }
   const std::string out = values.count("out") ? values["out"].as<std::string>() : std::string();
+  if (out.empty()) {
+    // The name becomes a directory only here (sweeps name run directories by id).
+    if (const std::string problem = path_name_problem(request.config.name); !problem.empty()) {
+      throw ConfigError("name (the run's directory under log.dir; or give --out DIR): " + problem);
+    }
+  }
   request.out_dir = out.empty() ? request.config.log.dir + "/" + request.config.name : out;
   request.force = values.count("force") != 0;
   request.quiet = values.count("quiet") != 0;

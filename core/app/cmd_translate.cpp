@@ -55,6 +55,7 @@ int run_translate(const std::vector<std::string>& args) {
     lines.push_back(line);
   }
   RunModel run = load_run_model(run_dir, average, settings.best);
+  note_skipped_checkpoints("translate", run);
   std::vector<std::string> segments;
   segments.reserve(nonempty.size());
   for (size_t i : nonempty) segments.push_back(lines[i]);

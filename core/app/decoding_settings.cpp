@@ -45,4 +45,13 @@ void note_truncation(const char* command, const std::string& what, const EvalSet
                what.c_str(), static_cast<long>(config.data.max_length));
 }
 
+void note_skipped_checkpoints(const char* command, const RunModel& run) {
+  if (run.skipped.empty()) return;
+  std::fprintf(stderr, "attnlab %s: using %s (step %ld), not the newest checkpoint:\n", command,
+               run.checkpoints.front().c_str(), static_cast<long>(run.step));
+  for (const std::string& reason : run.skipped) {
+    std::fprintf(stderr, "  skipped %s\n", reason.c_str());
+  }
+}
+
 }  // namespace attnlab::cli

@@ -27,4 +27,8 @@ DecodingSettings decoding_settings(const boost::program_options::variables_map& 
 void note_truncation(const char* command, const std::string& what, const EvalSet& set,
                      const ExperimentConfig& config);
 
+// On stderr, when newer checkpoints were passed over: which checkpoint is used, and why each
+// newer one was not.
+void note_skipped_checkpoints(const char* command, const RunModel& run);
+
 }  // namespace attnlab::cli

@@ -25,9 +25,18 @@ void fail(const std::string& where, const std::string& message) {
 
 YAML::Node read_yaml(const std::string& path, const std::string& included_from) {
   std::error_code error;
-  if (!fs::is_regular_file(path, error)) {
-    if (included_from.empty()) fail(path, "config file not found");
-    fail(included_from, "base file '" + path + "' not found");
+  const fs::file_status status = fs::status(path, error);
+  if (!fs::is_regular_file(status)) {
+    // A directory or a device is named as what it is: "not found" would send the user looking
+    // for a file that exists.
+    std::string problem = "not found";
+    if (fs::is_directory(status)) {
+      problem = "is a directory, not a YAML file";
+    } else if (fs::exists(status)) {
+      problem = "is not a regular file (a device, socket or pipe), not a YAML file";
+    }
+    if (included_from.empty()) fail(path, "config file " + problem);
+    fail(included_from, "base file '" + path + "' " + problem);
   }
   return load_yaml_file(path);
 }
@@ -57,7 +66,7 @@ RawValue raw_value(const YAML::Node& node) {
     case YAML::NodeType::Scalar:
       value.kind = RawValue::Kind::kScalar;
       value.text = node.Scalar();
-      value.quoted = node.Tag() == "!";  // yaml-cpp tags quoted scalars "!", plain ones "?"
+      value.quoted = is_text_scalar(node);
       break;
     case YAML::NodeType::Sequence:
       value.kind = RawValue::Kind::kList;
@@ -92,6 +101,12 @@ void ConfigBuilder::add_set(const std::string& assignment) {
   size_t equals = assignment.find('=');
   if (equals == std::string::npos || equals == 0) fail(where, "expected key=value");
   const std::string key = assignment.substr(0, equals);
+  if (key == "base" || key == "sweep") {
+    fail(where, "'" + key + ":' is read from a YAML file only (" +
+                    (key == "base" ? "the files an experiment inherits from"
+                                   : "a sweep's rows, grid and seeds") +
+                    "); --set takes the experiment's keys, e.g. --set model.heads=4");
+  }
   if (find_option(key) == nullptr) {
     std::string hint = is_section(key) ? " ('" + key + "' is a section; set one of its keys)" : "";
     fail(where, "unknown key '" + key + "'" + (hint.empty() ? suggestion(key) : hint));

@@ -36,7 +36,7 @@ void validate(const ExperimentConfig& config) {
     } else if (node.IsScalar()) {
       value.kind = RawValue::Kind::kScalar;
       value.text = node.Scalar();
-      value.quoted = node.Tag() == "!";
+      value.quoted = is_text_scalar(node);
     }
     std::string problem = option.assign(copy, value);
     if (!problem.empty()) throw ConfigError(option.key + ": " + problem);

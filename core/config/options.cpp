@@ -16,6 +16,20 @@ namespace attnlab::config {
 namespace {
 
 constexpr int64_t kNoMax = std::numeric_limits<int64_t>::max();
+// Upper bounds on sizes that multiply into allocations and into int64 arithmetic (max_length + 2,
+// d_model * d_ff, ...): far beyond any model or corpus attnlab can train, and small enough that no
+// product of them in the checks overflows.
+constexpr int64_t kMaxLayers = 1024;
+constexpr int64_t kMaxWidth = int64_t{1} << 20;
+constexpr int64_t kMaxHeads = int64_t{1} << 16;
+constexpr int64_t kMaxVocabulary = int64_t{1} << 24;
+constexpr int64_t kMaxSequence = int64_t{1} << 20;  // tokens in one sentence or position table
+constexpr int64_t kMaxExamples = int64_t{1} << 31;
+constexpr int64_t kMaxBatchTokens = int64_t{1} << 30;
+constexpr int64_t kMaxAccumulate = int64_t{1} << 20;
+constexpr int64_t kMaxBeam = 1024;
+constexpr int64_t kMaxRanks = int64_t{1} << 20;
+constexpr int64_t kMaxThreads = 1024;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // How a value that failed to parse is shown back to the user.
@@ -247,14 +261,14 @@ std::vector<Option> build_options() {
       text(ATTNLAB_FIELD(name), "run name (readable; sweeps derive run names from it)"),
       unsigned_integer(ATTNLAB_FIELD(seed), "seed of parameter init, dropout and data order"),
 
-      integer(ATTNLAB_FIELD(model.encoder_layers), 1, kNoMax, "N, encoder layers"),
-      integer(ATTNLAB_FIELD(model.decoder_layers), 1, kNoMax, "N, decoder layers"),
-      integer(ATTNLAB_FIELD(model.d_model), 1, kNoMax, "width of the residual stream"),
-      integer(ATTNLAB_FIELD(model.d_ff), 1, kNoMax, "inner width of the position-wise FFN"),
-      integer(ATTNLAB_FIELD(model.heads), 1, kNoMax, "h, attention heads"),
-      integer(ATTNLAB_FIELD(model.d_k), 0, kNoMax,
+      integer(ATTNLAB_FIELD(model.encoder_layers), 1, kMaxLayers, "N, encoder layers"),
+      integer(ATTNLAB_FIELD(model.decoder_layers), 1, kMaxLayers, "N, decoder layers"),
+      integer(ATTNLAB_FIELD(model.d_model), 1, kMaxWidth, "width of the residual stream"),
+      integer(ATTNLAB_FIELD(model.d_ff), 1, kMaxWidth, "inner width of the position-wise FFN"),
+      integer(ATTNLAB_FIELD(model.heads), 1, kMaxHeads, "h, attention heads"),
+      integer(ATTNLAB_FIELD(model.d_k), 0, kMaxWidth,
               "per-head query/key width; 0 = d_model / heads (which must divide)"),
-      integer(ATTNLAB_FIELD(model.d_v), 0, kNoMax,
+      integer(ATTNLAB_FIELD(model.d_v), 0, kMaxWidth,
               "per-head value width; 0 = d_model / heads (which must divide)"),
       number(ATTNLAB_FIELD(model.dropout), kProbability,
              "P_drop on sub-layer outputs and embedding sums"),
@@ -267,7 +281,7 @@ std::vector<Option> build_options() {
       parsed(
           ATTNLAB_FIELD(model.positions), "sinusoidal | learned", parse_positions,
           [](PositionKind p) { return to_string(p); }, "position encoding added to embeddings"),
-      integer(ATTNLAB_FIELD(model.max_positions), 1, kNoMax, "rows of the position table"),
+      integer(ATTNLAB_FIELD(model.max_positions), 1, kMaxSequence, "rows of the position table"),
       parsed(
           ATTNLAB_FIELD(model.attention_scale),
           "rsqrt_dk | none | inv_dk | learned | <positive number>", AttentionScale::parse,
@@ -281,7 +295,7 @@ std::vector<Option> build_options() {
       boolean(ATTNLAB_FIELD(model.tie_embeddings),
               "one matrix for source, target embedding and output projection"),
       boolean(ATTNLAB_FIELD(model.output_bias), "a bias on the pre-softmax projection"),
-      integer(ATTNLAB_FIELD(model.vocab_size), 4, kNoMax, "shared vocabulary size"),
+      integer(ATTNLAB_FIELD(model.vocab_size), 4, kMaxVocabulary, "shared vocabulary size"),
       integer(ATTNLAB_FIELD(model.pad_id), 0, std::numeric_limits<int32_t>::max(),
               "id of the padding token"),
       integer(ATTNLAB_FIELD(model.bos_id), 0, std::numeric_limits<int32_t>::max(),
@@ -292,12 +306,15 @@ std::vector<Option> build_options() {
 
       choice(ATTNLAB_FIELD(data.task), {"copy", "reverse", "sort", "corpus"},
              "synthetic task, or corpus for parallel text files"),
-      integer(ATTNLAB_FIELD(data.synthetic.symbols), 1, kNoMax,
+      integer(ATTNLAB_FIELD(data.synthetic.symbols), 1, kMaxVocabulary,
               "distinct content symbols (ids after pad/bos/eos)"),
-      integer(ATTNLAB_FIELD(data.synthetic.min_length), 1, kNoMax, "shortest synthetic sequence"),
-      integer(ATTNLAB_FIELD(data.synthetic.max_length), 1, kNoMax, "longest synthetic sequence"),
-      integer(ATTNLAB_FIELD(data.synthetic.train_size), 1, kNoMax, "synthetic training examples"),
-      integer(ATTNLAB_FIELD(data.synthetic.dev_size), 1, kNoMax,
+      integer(ATTNLAB_FIELD(data.synthetic.min_length), 1, kMaxSequence,
+              "shortest synthetic sequence"),
+      integer(ATTNLAB_FIELD(data.synthetic.max_length), 1, kMaxSequence,
+              "longest synthetic sequence"),
+      integer(ATTNLAB_FIELD(data.synthetic.train_size), 1, kMaxExamples,
+              "synthetic training examples"),
+      integer(ATTNLAB_FIELD(data.synthetic.dev_size), 1, kMaxExamples,
               "held-out synthetic examples (disjoint seed stream)"),
       file_path(ATTNLAB_FIELD(data.train.src), "training source text, one sentence per line"),
       file_path(ATTNLAB_FIELD(data.train.tgt), "training target text, line-aligned with src"),
@@ -306,15 +323,16 @@ std::vector<Option> build_options() {
       file_path(ATTNLAB_FIELD(data.test.src), "test source text"),
       file_path(ATTNLAB_FIELD(data.test.tgt), "test target text"),
       choice(ATTNLAB_FIELD(data.tokenizer.type), {"sentencepiece"}, "tokenizer of corpus text"),
-      integer(ATTNLAB_FIELD(data.tokenizer.vocab_size), 4, kNoMax, "joint BPE vocabulary size"),
+      integer(ATTNLAB_FIELD(data.tokenizer.vocab_size), 4, kMaxVocabulary,
+              "joint BPE vocabulary size"),
       file_path(ATTNLAB_FIELD(data.tokenizer.model),
                 "path of the tokenizer model; trained beside the data when missing"),
-      integer(ATTNLAB_FIELD(data.max_length), 1, kNoMax,
+      integer(ATTNLAB_FIELD(data.max_length), 1, kMaxSequence,
               "longest sentence in tokens; longer pairs are skipped and counted"),
 
-      integer(ATTNLAB_FIELD(train.batch_tokens), 1, kNoMax,
+      integer(ATTNLAB_FIELD(train.batch_tokens), 1, kMaxBatchTokens,
               "source + target tokens per global batch (approximate)"),
-      integer(ATTNLAB_FIELD(train.accumulate), 1, kNoMax,
+      integer(ATTNLAB_FIELD(train.accumulate), 1, kMaxAccumulate,
               "batches whose gradients are summed per update"),
       integer(
           ATTNLAB_FIELD(train.steps), 1, kNoMax,
@@ -343,10 +361,10 @@ std::vector<Option> build_options() {
 
       integer(ATTNLAB_FIELD(eval.every), 0, kNoMax,
               "steps between dev evaluations; 0 = only at the end"),
-      integer(ATTNLAB_FIELD(eval.beam), 1, kNoMax, "beam size; 1 = greedy"),
+      integer(ATTNLAB_FIELD(eval.beam), 1, kMaxBeam, "beam size; 1 = greedy"),
       number(ATTNLAB_FIELD(eval.length_penalty), kNonNegative,
              "GNMT alpha in lp = ((5 + |Y|) / 6)^alpha"),
-      integer(ATTNLAB_FIELD(eval.max_len_offset), 0, kNoMax,
+      integer(ATTNLAB_FIELD(eval.max_len_offset), 0, kMaxSequence,
               "max output length = source length + offset"),
       integer(ATTNLAB_FIELD(eval.average_last), 0, kNoMax,
               "checkpoints averaged for the final evaluation; 0 = none"),
@@ -365,8 +383,8 @@ std::vector<Option> build_options() {
       text_list(ATTNLAB_FIELD(log.attention_probes),
                 "source sentences whose attention maps are saved"),
 
-      integer(ATTNLAB_FIELD(cluster.ranks), 1, kNoMax, "MPI ranks per run"),
-      integer(ATTNLAB_FIELD(cluster.threads_per_rank), 1, kNoMax,
+      integer(ATTNLAB_FIELD(cluster.ranks), 1, kMaxRanks, "MPI ranks per run"),
+      integer(ATTNLAB_FIELD(cluster.threads_per_rank), 1, kMaxThreads,
               "OpenBLAS/OpenMP threads per rank"),
       file_path(ATTNLAB_FIELD(cluster.profile),
                 "cluster/profiles/<name>.yaml for the Slurm launcher"),

@@ -4,6 +4,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/model/param_count.h"
 #include "core/util/check.h"
 
 namespace attnlab::config {
@@ -15,6 +16,15 @@ template <typename... Parts>
 std::string concat(const Parts&... parts) {
   std::ostringstream out;
   (out << ... << parts);
+  return out.str();
+}
+
+// 2.77e11 -> "277.1"
+std::string billions(double count) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(1);
+  out << count / 1e9;
   return out.str();
 }
 
@@ -32,6 +42,17 @@ std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
                  ") when model.", which, " is 0 (meaning d_model / heads); set model.", which,
                  " explicitly or change d_model or heads")};
     }
+  }
+  ModelConfig sized = m;
+  sized.resolve_defaults();
+  if (const double params = approximate_parameter_count(sized); params > kMaxParameters) {
+    return RuleViolation{
+        {"model.d_model", "model.d_ff", "model.heads", "model.vocab_size", "model.encoder_layers",
+         "model.decoder_layers"},
+        concat("the model would have ", billions(params),
+               " billion parameters, more than attnlab accepts (", billions(kMaxParameters),
+               " billion = 2^36: each rank holds parameters, gradients and two Adam moments, 16 "
+               "bytes per parameter)")};
   }
   const SyntheticTaskConfig& s = c.data.synthetic;
   if (synthetic(c.data)) {

@@ -11,6 +11,7 @@
 #include "core/config/config.h"
 #include "core/config/options.h"
 #include "core/config/suggest.h"
+#include "core/util/path_name.h"
 
 namespace attnlab::config {
 namespace fs = std::filesystem;
@@ -61,14 +62,28 @@ double yaml_number(const YAML::Node& node, const std::string& file, const std::s
   return value;
 }
 
+// A row's name or group: free text shown in the manifest, the status list and the report's tables,
+// one line each, so control characters (a raw CR or tab that would break those lines) are refused.
+std::string label(const YAML::Node& node, const std::string& file, const std::string& key) {
+  std::string text = scalar(node, file, key);
+  for (char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (byte < 0x20 || byte == 0x7f) {
+      fail(location(file, node), key + ": control character (byte " + std::to_string(byte) +
+                                     ") in a label; use printable text");
+    }
+  }
+  return text;
+}
+
 Row parse_row(const YAML::Node& node, const std::string& file) {
   if (!node.IsMap()) fail(location(file, node), "sweep.rows: each row must be a mapping");
   check_keys(node, file, "sweep.rows[]", {"name", "group", "set", "paper"});
   Row row;
   row.where = location(file, node);
   if (!node["name"]) fail(row.where, "sweep.rows[]: every row needs a name");
-  row.name = scalar(node["name"], file, "sweep.rows[].name");
-  if (node["group"]) row.group = scalar(node["group"], file, "sweep.rows[].group");
+  row.name = label(node["name"], file, "sweep.rows[].name");
+  if (node["group"]) row.group = label(node["group"], file, "sweep.rows[].group");
   if (node["set"]) {
     row.set = node["set"];
     if (!row.set.IsMap() && !row.set.IsNull()) {
@@ -188,8 +203,14 @@ Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section, const
   Sweep sweep;
   sweep.source = file;
   sweep.sets = sets;
-  sweep.name =
-      slug(section["name"] ? scalar(section["name"], file, "sweep.name") : base.current().name);
+  const YAML::Node name_node = section["name"];
+  sweep.name = slug(name_node ? scalar(name_node, file, "sweep.name") : base.current().name);
+  if (const std::string problem = path_name_problem(sweep.name); !problem.empty()) {
+    fail(name_node ? location(file, name_node) : file,
+         "sweep.name (the sweep's directory under --out, after replacing characters other than "
+         "letters, digits, . and _ with -): " +
+             problem);
+  }
 
   std::vector<Row> rows;
   if (const YAML::Node list = section["rows"]) {

@@ -16,8 +16,28 @@ std::string at(const std::string& path, const YAML::Node& node) {
   return path + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
 }
 
+// Whether the quoted scalar opening at `pos` ('"' or '\'') has its closing quote in `text`.
+bool quote_closes(const std::string& text, size_t pos) {
+  if (pos >= text.size()) return true;  // no source position to check
+  const char quote = text[pos];
+  if (quote != '"' && quote != '\'') return true;  // a block or flow scalar yaml-cpp tags "!"
+  for (size_t i = pos + 1; i < text.size(); ++i) {
+    if (quote == '"' && text[i] == '\\') {
+      ++i;  // an escape: the next character is not a quote
+    } else if (text[i] == quote) {
+      if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i;  // '' inside single quotes is one quote
+      } else {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 // Walks the node graph as a reader would see it (aliases expanded), counting nodes.
-void check_node(const YAML::Node& node, const std::string& path, int depth, size_t& nodes) {
+void check_node(const YAML::Node& node, const std::string& path, const std::string& text, int depth,
+                size_t& nodes) {
   if (++nodes > kMaxYamlNodes) {
     throw ConfigError(at(path, node) + ": more than " + std::to_string(kMaxYamlNodes) +
                       " YAML nodes once aliases are expanded (an alias loop or an alias bomb?)");
@@ -26,8 +46,13 @@ void check_node(const YAML::Node& node, const std::string& path, int depth, size
     throw ConfigError(at(path, node) + ": YAML nested deeper than " +
                       std::to_string(kMaxYamlDepth) + " levels (an alias that contains itself?)");
   }
+  if (node.IsScalar() && node.Tag() == "!" && !node.Mark().is_null() &&
+      !quote_closes(text, static_cast<size_t>(node.Mark().pos))) {
+    throw ConfigError(at(path, node) + ": a quoted string that is never closed (a missing " +
+                      text[static_cast<size_t>(node.Mark().pos)] + ")");
+  }
   if (node.IsSequence()) {
-    for (const YAML::Node& item : node) check_node(item, path, depth + 1, nodes);
+    for (const YAML::Node& item : node) check_node(item, path, text, depth + 1, nodes);
   } else if (node.IsMap()) {
     std::set<std::string> keys;
     for (auto it = node.begin(); it != node.end(); ++it) {
@@ -37,8 +62,8 @@ void check_node(const YAML::Node& node, const std::string& path, int depth, size
         throw ConfigError(at(path, key) + ": key '" + key.Scalar() +
                           "' appears twice in one mapping");
       }
-      check_node(key, path, depth + 1, nodes);
-      check_node(value, path, depth + 1, nodes);
+      check_node(key, path, text, depth + 1, nodes);
+      check_node(value, path, text, depth + 1, nodes);
     }
   }
 }
@@ -72,8 +97,13 @@ YAML::Node load_yaml_file(const std::string& path) {
   }
   const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
   size_t nodes = 0;
-  check_node(root, path, 0, nodes);
+  check_node(root, path, text, 0, nodes);
   return root;
+}
+
+bool is_text_scalar(const YAML::Node& node) {
+  // yaml-cpp tags quoted scalars "!" and plain ones "?"; an explicit !!str keeps its full tag.
+  return node.IsScalar() && (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str");
 }
 
 }  // namespace attnlab::config

@@ -25,6 +25,12 @@ namespace attnlab::config {
 inline constexpr size_t kMaxYamlBytes = 4u << 20;
 inline constexpr int kMaxYamlDepth = 64;
 inline constexpr size_t kMaxYamlNodes = 200000;
+// Quoted scalars are unterminated-quote-checked too: yaml-cpp reads `name: "abc` to the end of
+// the file as a string.
 YAML::Node load_yaml_file(const std::string& path);
+
+// True when `node` is a scalar the file marks as text: quoted ("4", '4') or tagged !!str 4.
+// Such a value never becomes a number or a boolean.
+bool is_text_scalar(const YAML::Node& node);
 
 }  // namespace attnlab::config

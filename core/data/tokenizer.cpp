@@ -9,7 +9,7 @@
 #include <fstream>
 #include <unordered_map>
 
-#include "core/data/sha256.h"
+#include "core/util/sha256.h"
 #include "core/util/check.h"
 
 namespace attnlab {

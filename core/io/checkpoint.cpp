@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <sstream>
 
 #include "core/util/build_info.h"
 #include "core/util/check.h"
+#include "core/util/sha256.h"
 
 namespace attnlab::io {
 
@@ -29,6 +31,32 @@ void sync_path(const std::string& path, bool directory) {
   CHECK(status == 0) << path << ": fsync failed";
 }
 
+// SHA-256 over every value a resume trusts besides the tensors (which carry Fletcher-32 checksums
+// of their own): one "name=value" line each, doubles as their exact bits, in the order written.
+// A flipped bit in the step, the data position or a scalar then fails the open instead of
+// resuming silently somewhere else.
+std::string metadata_digest(const CheckpointState& state, const std::string& version,
+                            const std::string& commit) {
+  std::ostringstream text;
+  text << "step=" << state.step << "\narchitecture=" << state.architecture
+       << "\nconfig_yaml=" << state.config_yaml << "\nattnlab_version=" << version
+       << "\ngit_commit=" << commit << "\n";
+  auto scalars = state.scalars;
+  auto positions = state.data_position;
+  std::sort(scalars.begin(), scalars.end());
+  std::sort(positions.begin(), positions.end());
+  for (const auto& [name, value] : scalars) {
+    uint64_t bits = 0;
+    static_assert(sizeof(bits) == sizeof(value));
+    std::memcpy(&bits, &value, sizeof(bits));
+    text << "scalars/" << name << "=" << bits << "\n";
+  }
+  for (const auto& [name, value] : positions) {
+    text << "data_position/" << name << "=" << value << "\n";
+  }
+  return sha256_hex(text.str());
+}
+
 void write_checkpoint_file(const std::string& path, const CheckpointState& state,
                            const std::vector<std::pair<std::string, ConstTensors>>& groups) {
   h5::File file = h5::File::create(path, true);
@@ -40,6 +68,7 @@ void write_checkpoint_file(const std::string& path, const CheckpointState& state
   root.set_string("config_yaml", state.config_yaml);
   root.set_string("attnlab_version", attnlab_version());
   root.set_string("git_commit", git_commit());
+  root.set_string("metadata_sha256", metadata_digest(state, attnlab_version(), git_commit()));
   h5::Group scalars = root.create_group(kScalarsGroup);
   for (const auto& [name, value] : state.scalars) scalars.set_double(name, value);
   h5::Group position = root.create_group(kDataPositionGroup);
@@ -105,6 +134,12 @@ Checkpoint Checkpoint::open(const std::string& path) {
   h5::Group position = root.group(kDataPositionGroup);
   for (const std::string& name : position.attribute_names()) {
     state.data_position.emplace_back(name, position.get_int(name));
+  }
+  if (version >= 2) {
+    CHECK(metadata_digest(state, root.get_string("attnlab_version"),
+                          root.get_string("git_commit")) == root.get_string("metadata_sha256"))
+        << path << ": the step, data position or scalars do not match the checkpoint's "
+        << "metadata_sha256 (a damaged file)";
   }
   return Checkpoint(std::move(file), std::move(state));
 }

@@ -1,8 +1,9 @@
 // Checkpoints: one HDF5 file per saved step (ckpt/step_<n>.h5), schema "attnlab-checkpoint"
-// version 1, holding what a run needs to continue exactly (docs/hdf5-schema.md):
+// version 2, holding what a run needs to continue exactly (docs/hdf5-schema.md):
 //
 //   /                  attrs: schema, schema_version, step, architecture, config_yaml,
-//                      attnlab_version, git_commit
+//                      attnlab_version, git_commit, metadata_sha256 (over all of these but the
+//                      schema, and /scalars and /data_position)
 //   /scalars           attrs: float64 values by name (LR schedule state, loss scale, ...)
 //   /data_position     attrs: int64 values by name (data iterator: epoch, batch index, ...)
 //   /params/<name>     float32 tensors by parameter name ("decoder.layers.3.fc1.weight"; the
@@ -24,7 +25,8 @@
 namespace attnlab::io {
 
 inline constexpr const char* kCheckpointSchema = "attnlab-checkpoint";
-inline constexpr int64_t kCheckpointSchemaVersion = 1;
+// Version 2 adds metadata_sha256; version 1 files (without it) still load.
+inline constexpr int64_t kCheckpointSchemaVersion = 2;
 
 // The tensor groups the trainer writes.
 inline constexpr const char* kParamsGroup = "params";

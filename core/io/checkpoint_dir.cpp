@@ -9,6 +9,7 @@
 
 #include "core/io/checkpoint.h"
 #include "core/util/check.h"
+#include "core/util/isolated.h"
 
 namespace attnlab::io {
 
@@ -86,16 +87,33 @@ std::vector<int64_t> CheckpointDir::prune(int64_t keep_last) const {
   return deleted;
 }
 
-CheckpointDir::Newest CheckpointDir::newest_valid() const {
+CheckpointDir::Newest CheckpointDir::newest_valid(const std::string& architecture) const {
   Newest newest;
   std::vector<int64_t> all = steps();
   for (auto step = all.rbegin(); step != all.rend(); ++step) {
     std::string path = path_for(*step);
     try {
+      // Opening and reading every tensor happen first in a child process: a damaged file that
+      // crashes HDF5 is then a skipped checkpoint, not a crashed resume.
+      run_in_child(
+          [&] {
+            Checkpoint probe = Checkpoint::open(path);
+            probe.verify();
+          },
+          path);
       Checkpoint checkpoint = Checkpoint::open(path);
       CHECK(checkpoint.state().step == *step)
           << path << ": holds step " << checkpoint.state().step << ", its name says " << *step;
-      checkpoint.verify();
+      if (!architecture.empty()) {
+        try {
+          checkpoint.check_architecture(architecture);
+        } catch (const Error& error) {
+          if (newest.other_architecture.empty()) newest.other_architecture = error.what();
+          newest.warnings.push_back("skipping checkpoint " + path +
+                                    " of another architecture: " + error.what());
+          continue;
+        }
+      }
       newest.found = true;
       newest.step = *step;
       newest.path = path;

@@ -35,11 +35,15 @@ class CheckpointDir {
     std::string path;
     // One line per newer checkpoint that was skipped because it is damaged, with the reason.
     std::vector<std::string> warnings;
+    // The first checkpoint skipped for being of another architecture ("" when none was): when
+    // nothing else is found, the caller reports this instead of starting afresh.
+    std::string other_architecture;
   };
-  // The newest checkpoint that opens, is an attnlab checkpoint of its file name's step, and
-  // whose tensors pass their checksums. Nothing found (no directory, no files, or every file
-  // damaged) is not an error: `found` is false and the warnings say why.
-  Newest newest_valid() const;
+  // The newest checkpoint that opens, is an attnlab checkpoint of its file name's step, was
+  // written for `architecture` (any, when it is empty) and whose metadata and tensors pass their
+  // checksums. Nothing found (no directory, no files, or every file damaged) is not an error:
+  // `found` is false and the warnings say why.
+  Newest newest_valid(const std::string& architecture = "") const;
 
  private:
   std::string dir_;

@@ -37,6 +37,11 @@ herr_t collect_error(unsigned n, const H5E_error2_t* error, void* data) {
 
 void silence_error_printing() {
   static const bool silenced = [] {
+    // No library shutdown at exit: every file is closed by its handle's destructor before then,
+    // and after a failed write (a full disk) HDF5's exit handler would close that file again and
+    // crash in H5F__close_cb, turning a clear error (exit 1) into a segfault (139). Must come
+    // before the first call that initialises the library (it fails harmlessly after it).
+    H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     return true;
   }();

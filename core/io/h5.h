@@ -90,7 +90,11 @@ class Object {
 // int32_t and int64_t.
 class Dataset : public Object {
  public:
+  // The shape; an Error when the file claims more than 2^40 values (a damaged header).
   std::vector<int64_t> dims() const;
+  // The number of values, checked against the bytes the file stores for the dataset, so that a
+  // damaged header claiming billions of rows is an Error, not an allocation of what it claims.
+  int64_t stored_value_count() const;
   // Extent along axis 0 (1 for a scalar).
   int64_t rows() const;
   ValueType value_type() const;

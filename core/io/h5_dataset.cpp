@@ -56,6 +56,30 @@ int64_t product(const std::vector<int64_t>& dims, size_t from = 0) {
   return count;
 }
 
+// A damaged header may claim any extent: 2^40 values of any type are already more than attnlab
+// writes, and with every extent below that bound the products below cannot overflow int64 when
+// checked one factor at a time.
+constexpr int64_t kMaxValues = int64_t{1} << 40;
+
+// True when the dataset's only filter (if any) is the Fletcher-32 checksum, so that its stored
+// bytes are at least its values' bytes (a compressing filter would make them fewer).
+bool stores_values_uncompressed(hid_t dataset, const std::string& where) {
+  Handle properties = own(H5Dget_create_plist(dataset), Kind::property_list, where,
+                          "cannot read the dataset's creation properties");
+  int filters = H5Pget_nfilters(properties.id());
+  check_status(filters < 0 ? -1 : 0, where, "cannot read the dataset's filters");
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0;
+    size_t values = 0;
+    unsigned filter_config = 0;
+    H5Z_filter_t filter = H5Pget_filter2(properties.id(), static_cast<unsigned>(i), &flags, &values,
+                                         nullptr, 0, nullptr, &filter_config);
+    check_status(filter < 0 ? -1 : 0, where, "cannot read the dataset's filters");
+    if (filter != H5Z_FILTER_FLETCHER32) return false;
+  }
+  return true;
+}
+
 Handle simple_space(const std::vector<int64_t>& dims, const std::vector<hsize_t>* max_dims,
                     const std::string& where) {
   if (dims.empty() && max_dims == nullptr) {
@@ -95,7 +119,34 @@ std::vector<int64_t> Dataset::dims() const {
   std::vector<hsize_t> extent(static_cast<size_t>(rank));
   check_status(H5Sget_simple_extent_dims(space.id(), extent.data(), nullptr), where(),
                "cannot read the shape");
-  return {extent.begin(), extent.end()};
+  // Checked one factor at a time against 2^40, so that no product below overflows int64.
+  std::vector<int64_t> shape;
+  hsize_t values = 1;
+  for (hsize_t length : extent) {
+    const auto limit = static_cast<hsize_t>(kMaxValues);
+    CHECK(length <= limit && (length == 0 || values <= limit / length))
+        << where() << ": the file claims a shape with more than 2^40 values (a damaged file)";
+    values *= length == 0 ? 1 : length;
+    shape.push_back(static_cast<int64_t>(length));
+  }
+  return shape;
+}
+
+int64_t Dataset::stored_value_count() const {
+  const std::vector<int64_t> extent = dims();
+  const int64_t count = product(extent);
+  if (count == 0 || !stores_values_uncompressed(handle_.id(), where())) return count;
+  Handle type = own(H5Dget_type(handle_.id()), Kind::datatype, where(), "cannot read the type");
+  const auto value_bytes = static_cast<int64_t>(H5Tget_size(type.id()));
+  check_status(value_bytes <= 0 ? -1 : 0, where(), "cannot read the size of a value");
+  // Chunks and contiguous storage are allocated when written, so an intact dataset stores at
+  // least all of its values; a header that claims more than that is damaged.
+  const auto stored_bytes = static_cast<int64_t>(H5Dget_storage_size(handle_.id()));
+  CHECK(count <= stored_bytes / value_bytes)
+      << where() << ": claims " << count << " values of shape " << shape_text(extent) << " ("
+      << count * value_bytes << " bytes) but the file stores " << stored_bytes
+      << " bytes for it (a damaged file)";
+  return count;
 }
 
 int64_t Dataset::rows() const {
@@ -113,9 +164,9 @@ void Dataset::read_into(T* out, int64_t count) const {
   ValueType type = value_type();
   CHECK(type == ValueType::integer || type == ValueType::floating)
       << where() << ": holds " << value_type_name(type) << ", expected numbers";
-  std::vector<int64_t> extent = dims();
-  CHECK(product(extent) == count) << where() << ": holds " << product(extent) << " values of shape "
-                                  << shape_text(extent) << ", the reader expects " << count;
+  const int64_t stored = stored_value_count();
+  CHECK(stored == count) << where() << ": holds " << stored << " values of shape "
+                         << shape_text(dims()) << ", the reader expects " << count;
   if (count == 0) return;
   check_status(H5Dread(handle_.id(), TypeOf<T>::memory(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
                where(), "cannot read the values");
@@ -123,7 +174,7 @@ void Dataset::read_into(T* out, int64_t count) const {
 
 template <typename T>
 std::vector<T> Dataset::read() const {
-  std::vector<T> values(static_cast<size_t>(product(dims())));
+  std::vector<T> values(static_cast<size_t>(stored_value_count()));
   read_into(values.data(), static_cast<int64_t>(values.size()));
   return values;
 }
@@ -175,6 +226,13 @@ void Dataset::append(const T* values, int64_t count) {
 void Dataset::resize_rows(int64_t rows) {
   CHECK(rows >= 0) << where() << ": cannot resize to " << rows << " rows";
   std::vector<int64_t> extent = extendable_dims(handle_.id(), where());
+  if (rows > extent[0]) {
+    // Zeros are written, not left to HDF5's fill value, so that the new rows are stored bytes
+    // like every other row (stored_value_count relies on it).
+    std::vector<double> zeros(static_cast<size_t>((rows - extent[0]) * product(extent, 1)), 0.0);
+    append(zeros.data(), rows - extent[0]);
+    return;
+  }
   extent[0] = rows;
   std::vector<hsize_t> new_extent = to_hsize(extent);
   check_status(H5Dset_extent(handle_.id(), new_extent.data()), where(),

@@ -14,6 +14,7 @@
 #include "core/io/series.h"
 #include "core/util/build_info.h"
 #include "core/util/check.h"
+#include "core/util/isolated.h"
 
 namespace attnlab::io {
 
@@ -332,9 +333,7 @@ SeriesData read_series(h5::Group group) {
   return data;
 }
 
-}  // namespace
-
-RunContents read_run(const std::string& path) {
+RunContents read_run_in_process(const std::string& path) {
   h5::File file = h5::File::open_unlocked(path, h5::Access::read);
   RunContents run;
   run.schema_version = check_run_schema(file);
@@ -376,6 +375,15 @@ RunContents read_run(const std::string& path) {
     }
   }
   return run;
+}
+
+}  // namespace
+
+RunContents read_run(const std::string& path) {
+  // A damaged file can crash HDF5 itself; the first read happens in a child process, so that such
+  // a file is an Error here, not a crash of status, sweep or the trainer.
+  run_in_child([&] { read_run_in_process(path); }, path);
+  return read_run_in_process(path);
 }
 
 }  // namespace attnlab::io

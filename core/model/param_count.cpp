@@ -28,23 +28,37 @@ std::vector<ComponentCount> parameter_counts(const ModelConfig& config) {
   return counts;
 }
 
-int64_t analytic_parameter_count(const ModelConfig& c) {
-  const int64_t D = c.d_model, F = c.d_ff, H = c.heads, K = c.d_k, V = c.d_v, N = c.vocab_size;
+namespace {
+
+// The closed form once, in the caller's arithmetic: int64 for the exact count, double for a
+// magnitude that cannot overflow (configuration checks use it before any int64 product is formed).
+template <typename Count>
+Count parameter_formula(const ModelConfig& c) {
+  const Count D = static_cast<Count>(c.d_model), F = static_cast<Count>(c.d_ff);
+  const Count H = static_cast<Count>(c.heads), K = static_cast<Count>(c.d_k);
+  const Count V = static_cast<Count>(c.d_v), N = static_cast<Count>(c.vocab_size);
   // One attention block: Q and K projections D -> H*K, V projection D -> H*V, output H*V -> D,
   // each with a bias; plus the learned scale when present.
-  const int64_t attention = 2 * (D * H * K + H * K) + (D * H * V + H * V) + (H * V * D + D) +
-                            (c.attention_scale.learned() ? 1 : 0);
-  const int64_t ffn = (D * F + F) + (F * D + D);
-  const int64_t layer_norm = 2 * D;
-  const int64_t encoder_layer = attention + ffn + 2 * layer_norm;
-  const int64_t decoder_layer = 2 * attention + ffn + 3 * layer_norm;
-  int64_t total = c.encoder_layers * encoder_layer + c.decoder_layers * decoder_layer;
+  const Count attention = 2 * (D * H * K + H * K) + (D * H * V + H * V) + (H * V * D + D) +
+                          (c.attention_scale.learned() ? 1 : 0);
+  const Count ffn = (D * F + F) + (F * D + D);
+  const Count layer_norm = 2 * D;
+  const Count encoder_layer = attention + ffn + 2 * layer_norm;
+  const Count decoder_layer = 2 * attention + ffn + 3 * layer_norm;
+  Count total = static_cast<Count>(c.encoder_layers) * encoder_layer +
+                static_cast<Count>(c.decoder_layers) * decoder_layer;
   total += N * D * (c.tie_embeddings ? 1 : 3);  // shared table, or source + target + output
   if (c.output_bias) total += N;
-  if (c.positions == PositionKind::kLearned) total += 2 * c.max_positions * D;
+  if (c.positions == PositionKind::kLearned) total += 2 * static_cast<Count>(c.max_positions) * D;
   if (c.norm == NormPlacement::kPre) total += 2 * layer_norm;  // final norm of each stack
   return total;
 }
+
+}  // namespace
+
+int64_t analytic_parameter_count(const ModelConfig& c) { return parameter_formula<int64_t>(c); }
+
+double approximate_parameter_count(const ModelConfig& c) { return parameter_formula<double>(c); }
 
 double training_flops_per_target_token(const ModelConfig& c, int64_t src_length,
                                        int64_t tgt_length) {

@@ -20,6 +20,12 @@ struct ComponentCount {
 std::vector<ComponentCount> parameter_counts(const ModelConfig& config);
 // Closed-form total for the same architecture.
 int64_t analytic_parameter_count(const ModelConfig& config);
+// The same formula in double precision: the size of a configuration that may be too large for
+// int64 arithmetic (checked before anything is allocated).
+double approximate_parameter_count(const ModelConfig& config);
+// The largest model attnlab accepts: every rank holds the parameters, their gradients and Adam's
+// two moments (16 bytes per parameter in fp32), so 2^36 parameters already need 1 TiB per rank.
+constexpr double kMaxParameters = 68719476736.0;  // 2^36
 // Training FLOPs per target token (forward + backward = 3x forward matmul FLOPs), for source and
 // target lengths src_length/tgt_length.
 double training_flops_per_target_token(const ModelConfig& config, int64_t src_length,

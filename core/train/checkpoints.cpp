@@ -81,8 +81,13 @@ void save_best_checkpoint(const std::string& run_dir, Trainer& trainer) {
   write_checkpoint(best_checkpoint_path(run_dir), trainer);
 }
 
-std::string newest_valid_checkpoint(const std::string& run_dir, std::string* warning) {
-  const io::CheckpointDir::Newest newest = checkpoint_dir(run_dir).newest_valid();
+std::string newest_valid_checkpoint(const std::string& run_dir, const ModelConfig& model,
+                                    std::string* warning) {
+  ModelConfig resolved = model;
+  resolved.resolve_defaults();
+  const io::CheckpointDir::Newest newest =
+      checkpoint_dir(run_dir).newest_valid(architecture(resolved));
+  if (!newest.found && !newest.other_architecture.empty()) throw Error(newest.other_architecture);
   if (warning != nullptr) {
     for (const std::string& line : newest.warnings) {
       *warning += (warning->empty() ? "" : "\n") + line;

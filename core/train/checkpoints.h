@@ -24,9 +24,12 @@ std::string save_checkpoint(const std::string& run_dir, Trainer& trainer, int64_
 void save_best_checkpoint(const std::string& run_dir, Trainer& trainer);
 // <run_dir>/ckpt/best.h5
 std::string best_checkpoint_path(const std::string& run_dir);
-// The newest checkpoint of run_dir that opens and holds every tensor; "" if none. A newest file
-// that is corrupt is skipped and reported in *warning.
-std::string newest_valid_checkpoint(const std::string& run_dir, std::string* warning);
+// The newest checkpoint of run_dir that opens intact and was written for `model`'s architecture;
+// "" if none. Newer files that are damaged or of another architecture are skipped and reported in
+// *warning. When every checkpoint is skipped and one of them is of another architecture, an Error
+// says so (the experiment changed under the run directory: starting afresh would hide it).
+std::string newest_valid_checkpoint(const std::string& run_dir, const ModelConfig& model,
+                                    std::string* warning);
 // Loads parameters and moments into the trainer's model and optimizer (names and shapes must
 // match the model's: a mismatch names the tensor) and returns the counters to restore.
 CheckpointState load_checkpoint(const std::string& path, Trainer& trainer);

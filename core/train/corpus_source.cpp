@@ -18,6 +18,7 @@
 #include "core/io/run_log.h"
 #include "core/train/checkpoints.h"
 #include "core/util/check.h"
+#include "core/util/isolated.h"
 
 namespace attnlab {
 namespace {
@@ -266,13 +267,23 @@ RunModel load_run_model(const std::string& run_dir, int64_t average, bool best) 
     // is needed here, so this works for every checkpoint layout that stores them.
     const io::CheckpointDir dir(run_dir + "/ckpt");
     const std::vector<int64_t> steps = dir.steps();
-    std::string skipped;
+    std::vector<std::string> skipped;
     for (auto it = steps.rbegin(); it != steps.rend() && paths.empty(); ++it) {
       const std::string path = dir.path_for(*it);
       try {
-        h5::File::open(path, h5::Access::read);
-      } catch (const Error& error) {  // truncated or not HDF5: an interrupted write
-        skipped += std::string(skipped.empty() ? "" : "; ") + error.what();
+        // Opened first in a child process: a file damaged so that HDF5 crashes on it is skipped
+        // like a truncated one (an interrupted write), not a crash of this command.
+        // It reads every stored parameter (checksums verified), whatever their shapes: a
+        // checkpoint of another vocabulary is reported below as such, not skipped.
+        run_in_child(
+            [&] {
+              const h5::File file = h5::File::open(path, h5::Access::read);
+              const h5::Group params = file.root().group("params");
+              for (const std::string& name : params.names()) params.dataset(name).read<float>();
+            },
+            path);
+      } catch (const Error& error) {
+        skipped.emplace_back(error.what());
         continue;
       }
       check_vocabulary(path);  // a readable file of another vocabulary is an error, not damage
@@ -280,16 +291,22 @@ RunModel load_run_model(const std::string& run_dir, int64_t average, bool best) 
         read_checkpoint_params(path, model->table(), model->params().data());
         paths.push_back(path);
       } catch (const Error& error) {
-        skipped += std::string(skipped.empty() ? "" : "; ") + error.what();
+        skipped.emplace_back(error.what());
       }
     }
+    std::string reasons;
+    for (const std::string& reason : skipped) reasons += (reasons.empty() ? "" : "; ") + reason;
     CHECK(!paths.empty()) << run_dir << " has no readable checkpoint in " << dir.dir()
-                          << (skipped.empty() ? "" : " (" + skipped + ")");
+                          << (reasons.empty() ? "" : " (" + reasons + ")");
+    int64_t step = checkpoint_step(paths.front());
+    return RunModel{
+        std::move(config), std::move(tokenizer), std::move(model), std::move(paths), step,
+        std::move(skipped)};
   }
   int64_t step = 0;
   for (const std::string& path : paths) step = std::max(step, checkpoint_step(path));
-  return RunModel{std::move(config), std::move(tokenizer), std::move(model), std::move(paths),
-                  step};
+  return RunModel{
+      std::move(config), std::move(tokenizer), std::move(model), std::move(paths), step, {}};
 }
 
 Translation translate_set(Transformer<float>& model, const Tokenizer& tokenizer, const EvalSet& set,

@@ -106,6 +106,9 @@ struct RunModel {
   std::unique_ptr<Transformer<float>> model;
   std::vector<std::string> checkpoints;  // the files averaged (one when not averaging)
   int64_t step = 0;                      // the newest of those checkpoints' steps
+  // Newer checkpoints passed over (newest-checkpoint mode), one "path: reason" each; the
+  // commands print them, so a fallback to an older checkpoint is never silent.
+  std::vector<std::string> skipped;
 };
 // Errors name the file: no checkpoint, a tokenizer whose vocabulary differs from the model's or
 // from the checkpoint's embedding rows, tensors of other shapes.

@@ -289,7 +289,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
         existing = io::read_run(log_path);
       } catch (const Error& error) {
         // Without a checkpoint of its own this may not be a run of ours at all: leave it.
-        if (newest_valid_checkpoint(dir, nullptr).empty()) throw;
+        if (newest_valid_checkpoint(dir, config.model, nullptr).empty()) throw;
         const std::string kept = fresh_directory(log_path + ".damaged");
         fs::rename(log_path, kept);
         std::fprintf(stderr,
@@ -306,7 +306,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
         locks.push_back(std::make_unique<DirectoryLock>(dir));
       } else {
         std::string warning;
-        checkpoint_path = newest_valid_checkpoint(dir, &warning);
+        checkpoint_path = newest_valid_checkpoint(dir, config.model, &warning);
         if (!warning.empty()) std::fprintf(stderr, "attnlab: %s\n", warning.c_str());
         decision[0] = checkpoint_path.empty() ? 0 : 1;
         if (checkpoint_path.empty() && fs::exists(log_path)) {

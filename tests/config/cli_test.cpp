@@ -73,10 +73,20 @@ TEST(Cli, ConfigErrorsAreOneLineWithExitCodeTwo) {
   EXPECT_EQ(typo.err,
             "attnlab params: tests/config/broken/typo_key.yaml:4:3: unknown key 'model.haeds' "
             "(did you mean 'model.heads'?)\n");
+  // A name is checked where it becomes the run directory (<log.dir>/<name>), before anything is
+  // written; with --out it is only a label.
+  Result escape = run(
+      "train -c experiments/tasks/copy.yaml --set name=../../escaped_run --set cluster.ranks=1");
+  EXPECT_EQ(escape.exit_code, 2);
+  EXPECT_EQ(escape.err,
+            "attnlab train: name (the run's directory under log.dir; or give --out DIR): "
+            "'../../escaped_run' has '/'; a name is one directory level: letters, digits and . _ "
+            "- + =\n");
   Result bad_set = run("config -c experiments/base.yaml --set model.heads=0");
   EXPECT_EQ(bad_set.exit_code, 2);
   EXPECT_EQ(bad_set.err,
-            "attnlab config: --set model.heads=0: model.heads: expected an integer >= 1, got 0\n");
+            "attnlab config: --set model.heads=0: model.heads: expected an integer in [1, 65536], "
+            "got 0\n");
   Result option = run("params --bogus");
   EXPECT_EQ(option.exit_code, 2);
   EXPECT_EQ(option.err,

@@ -155,6 +155,16 @@ TEST(SweepErrors, DuplicateRunsTyposAndMissingSection) {
                 "or change d_model or heads [in run norm-post.positions-sinusoidal.seed1]");
 }
 
+TEST(SweepErrors, NamesThatLeaveTheOutputDirectoryAndControlCharactersInLabels) {
+  EXPECT_EQ(error_of(kData + "sweep_name_parent.yaml"),
+            kData + "sweep_name_parent.yaml:4:9: sweep.name (the sweep's directory under --out, " +
+                "after replacing characters other than letters, digits, . and _ with -): '..' " +
+                "would name the parent of the output directory, not a directory inside it");
+  EXPECT_EQ(error_of(kData + "row_label_cr.yaml"),
+            kData + "row_label_cr.yaml:5:26: sweep.rows[].group: control character (byte 13) in " +
+                "a label; use printable text");
+}
+
 TEST(SweepManifest, ListsEveryRunAndIsWrittenAtomically) {
   config::Sweep sweep = config::expand(kData + "rows_grid_sweep.yaml");
   const std::string text = config::manifest_yaml(sweep);

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "core/data/corpus.h"
-#include "core/data/sha256.h"
+#include "core/util/sha256.h"
 #include "core/util/check.h"
 #include "data/scratch_dir.h"
 

@@ -155,6 +155,64 @@ TYPED_TEST(H5Arrays, ExtendableDatasetsAppendTruncateAndGrow) {
   EXPECT_EQ(series.template read<TypeParam>(), (std::vector<TypeParam>{0, 1, 4, 99, 0, 0}));
 }
 
+// The dataspace message of a rank-1 extendable dataset stores its extent and its maximum
+// (H5S_UNLIMITED) as two little-endian 8-byte words; rewriting the first is the damage one flipped
+// bit in a run.h5 header did (a column claiming 2^31 rows).
+std::string with_claimed_rows(const std::string& bytes, uint64_t rows, uint64_t claimed) {
+  std::string pattern(reinterpret_cast<const char*>(&rows), 8);
+  pattern += std::string(8, '\xff');
+  size_t at = bytes.find(pattern);
+  EXPECT_NE(at, std::string::npos) << "the dataspace message was not found";
+  EXPECT_EQ(bytes.find(pattern, at + 1), std::string::npos) << "the pattern is not unique";
+  std::string damaged = bytes;
+  if (at != std::string::npos) damaged.replace(at, 8, reinterpret_cast<const char*>(&claimed), 8);
+  return damaged;
+}
+
+TEST(H5Datasets, AHeaderClaimingMoreRowsThanTheFileStoresIsAnErrorNotAnAllocation) {
+  TempDir dir;
+  std::string path = dir.file("a.h5");
+  {
+    File file = File::create(path);
+    Dataset nll = file.root().create_extendable<double>("nll", {}, 8);
+    std::vector<double> values(37, 1.5);
+    nll.append(values.data(), 37);
+  }
+  const std::string bytes = test::file_bytes(path);
+
+  std::string claims_2_31 = dir.file("claims_2_31.h5");
+  test::write_bytes(claims_2_31, with_claimed_rows(bytes, 37, uint64_t{1} << 31));
+  {
+    File file = File::open(claims_2_31, Access::read);
+    Dataset nll = file.root().dataset("nll");
+    EXPECT_EQ(nll.rows(), int64_t{1} << 31);  // the shape itself is plausible
+    expect_error([&] { nll.read<double>(); },
+                 {claims_2_31, "/nll", "claims 2147483648 values", "damaged"});
+    std::vector<double> out(37);
+    expect_error([&] { nll.read_into(out.data(), 37); }, {"claims 2147483648 values"});
+  }
+  std::string claims_2_50 = dir.file("claims_2_50.h5");
+  test::write_bytes(claims_2_50, with_claimed_rows(bytes, 37, uint64_t{1} << 50));
+  {
+    File file = File::open(claims_2_50, Access::read);
+    expect_error([&] { file.root().dataset("nll").dims(); }, {"/nll", "more than 2^40 values"});
+  }
+  // A claim within what is stored still reads (the check is not an off-by-one away from intact
+  // files): 37 rows in chunks of 8 store 40, so 40 is accepted and 41 is not.
+  std::string claims_40 = dir.file("claims_40.h5");
+  test::write_bytes(claims_40, with_claimed_rows(bytes, 37, 40));
+  {
+    File file = File::open(claims_40, Access::read);
+    EXPECT_EQ(file.root().dataset("nll").read<double>().size(), 40u);
+  }
+  std::string claims_41 = dir.file("claims_41.h5");
+  test::write_bytes(claims_41, with_claimed_rows(bytes, 37, 41));
+  {
+    File file = File::open(claims_41, Access::read);
+    expect_error([&] { file.root().dataset("nll").read<double>(); }, {"claims 41 values"});
+  }
+}
+
 TEST(H5Datasets, FixedDatasetsRefuseRowsAndStringsAreNotNumbers) {
   TempDir dir;
   std::string path = dir.file("a.h5");

@@ -5,7 +5,9 @@ By default the run directory comes from tests/io/sample_run.cpp, built in $ATTNL
 instead; its ckpt/ directory, if any, is checked too.
 """
 
+import hashlib
 import os
+import struct
 import pathlib
 import re
 import shutil
@@ -154,6 +156,18 @@ def test_summary_holds_numbers_and_text(run):
         assert len(run["summary"].attrs) > 0
 
 
+def metadata_sha256(checkpoint):
+    """docs/hdf5-schema.md's digest of a checkpoint's metadata, computed from what h5py reads."""
+    text = "".join(f"{key}={checkpoint.attrs[key]}\n" for key in
+                   ("step", "architecture", "config_yaml", "attnlab_version", "git_commit"))
+    for name, value in sorted(checkpoint["scalars"].attrs.items()):
+        bits = struct.unpack("<Q", struct.pack("<d", float(value)))[0]
+        text += f"scalars/{name}={bits}\n"
+    for name, value in sorted(checkpoint["data_position"].attrs.items()):
+        text += f"data_position/{name}={int(value)}\n"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def test_checkpoints_hold_params_and_moments_by_name(run_file):
     checkpoints = sorted((run_file.parent / "ckpt").glob("step_*.h5"))
     if os.environ.get("ATTNLAB_RUN_FILE") and not checkpoints:
@@ -162,8 +176,9 @@ def test_checkpoints_hold_params_and_moments_by_name(run_file):
     for path in checkpoints:
         with h5py.File(path, "r") as f:
             assert f.attrs["schema"] == "attnlab-checkpoint"
-            assert f.attrs["schema_version"] == 1
+            assert f.attrs["schema_version"] == 2
             assert f.attrs["step"] == int(path.stem.split("_")[1])
+            assert f.attrs["metadata_sha256"] == metadata_sha256(f)
             assert f.attrs["architecture"] and isinstance(f.attrs["config_yaml"], str)
             assert isinstance(f.get("scalars"), h5py.Group)
             for value in f["data_position"].attrs.values():

@@ -286,6 +286,25 @@ def test_eval_says_how_many_sentences_it_cut_to_max_length(attnlab, tmp_path):
             "data.max_length (40 pieces with eos)") in result.stderr
 
 
+def test_eval_says_which_checkpoint_it_used_when_the_newest_is_damaged(attnlab, tmp_path):
+    """A newest checkpoint cut short (a copy interrupted by a full disk) is passed over for the
+    next one, and eval says so on stderr, naming both and the reason; the result records it."""
+    work = make_workdir(tmp_path / "w", steps=4)
+    attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "run", "--set",
+               "train.checkpoint_every=2", "--set", "train.keep_checkpoints=3", "--set",
+               "eval.every=0")
+    newest = work / "run" / "ckpt" / "step_4.h5"
+    newest.write_bytes(newest.read_bytes()[:4096])
+    result = attnlab_in(attnlab, work, "eval", "run", "--split", "dev", "--beam", "1",
+                        "--checkpoint", "newest")
+    assert "attnlab eval: using run/ckpt/step_2.h5 (step 2), not the newest checkpoint" in \
+        result.stderr, result.stderr
+    assert "skipped run/ckpt/step_4.h5" in result.stderr and "truncated" in result.stderr
+    with h5py.File(work / "run" / "run.h5", "r") as f:
+        assert f["eval_dev"].attrs["step"] == 2
+        assert f["eval_dev"].attrs["checkpoints"] == "run/ckpt/step_2.h5"
+
+
 def test_training_pairs_with_an_empty_side_are_skipped_and_counted(attnlab, tmp_path):
     work = make_workdir(tmp_path / "w", steps=2)
     lines = (work / "data" / "train.es").read_text(encoding="utf-8").split("\n")

@@ -1,5 +1,5 @@
 // SHA-256 (FIPS 180-4): 64 rounds over 512-bit blocks, big-endian words.
-#include "core/data/sha256.h"
+#include "core/util/sha256.h"
 
 #include <array>
 #include <cstdint>
