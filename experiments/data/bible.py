@@ -8,12 +8,12 @@ and writes a fixed split by book as line-aligned files plus DATA_CARD.md.
     python3 experiments/data/bible.py --out data/bible            # full corpus (~31k pairs)
     python3 experiments/data/bible.py --out data/bible-slice --slice
 
-Python 3 standard library only; installs nothing (`make deps` installs the SWORD packages).
+Python 3 standard library only (and datacard.py beside it, shared with text.py); installs nothing
+(`make deps` installs the SWORD packages).
 """
 
 import argparse
 import collections
-import hashlib
 import html
 import math
 import os
@@ -22,7 +22,9 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
+
+from datacard import (CARD, checksum_section, files_match_card, read_card, token_stats,
+                      write_atomic)
 
 # Bumped whenever the cleaning or alignment changes, so existing outputs are rebuilt.
 RECIPE_VERSION = 1
@@ -378,14 +380,6 @@ def split_books(slice_only):
             "test": list(TEST_BOOKS)}
 
 
-def sha256_file(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def module_versions():
     """{module: Version} from the SWORD .conf files: part of what decides whether to rebuild."""
     versions = {}
@@ -404,35 +398,19 @@ def output_names(splits):
     return [f"{split}.{lang}" for split in splits for lang in ("en", "es")]
 
 
-CARD = "DATA_CARD.md"
 CARD_STAMP = re.compile(r"^<!-- recipe (\d+); modules (.*) -->$", re.M)
-CARD_SUM = re.compile(r"^\| `([\w.]+)` \| `([0-9a-f]{64})` \|$", re.M)
 
 
 def up_to_date(out_dir, splits, versions):
     """True when DATA_CARD.md was written by this recipe from these module versions and every
     output file still has the checksum it lists."""
-    card_path = os.path.join(out_dir, CARD)
-    if not os.path.exists(card_path):
+    card = read_card(out_dir)
+    if card is None:
         return False
-    with open(card_path, encoding="utf-8") as handle:
-        card = handle.read()
     stamp = CARD_STAMP.search(card)
     if not stamp or stamp.group(1) != str(RECIPE_VERSION) or stamp.group(2) != repr(versions):
         return False
-    sums = dict(CARD_SUM.findall(card))
-    for name in output_names(splits):
-        path = os.path.join(out_dir, name)
-        if name not in sums or not os.path.exists(path) or sha256_file(path) != sums[name]:
-            return False
-    return True
-
-
-def token_stats(lines):
-    lengths = [len(line.split()) for line in lines]
-    if not lengths:
-        return 0, 0, 0
-    return sum(lengths), int(statistics.median(lengths)), max(lengths)
+    return files_match_card(out_dir, card, output_names(splits))
 
 
 def write_card(out_dir, splits, split_pairs, report, versions, slice_only):
@@ -500,26 +478,10 @@ def write_card(out_dir, splits, split_pairs, report, versions, slice_only):
         lines.append(f"| {split} | {len(pairs)} | {en_total} | {es_total} | "
                      f"{en_median} / {en_max} | {es_median} / {es_max} | {', '.join(books)} |")
     total = sum(len(p) for p in split_pairs.values())
-    lines += ["", f"Total: {total} pairs. Tokens are whitespace-separated words.", "",
-              "## Checksums (sha256)", "", "| file | sha256 |", "|---|---|"]
-    for name in output_names(splits):
-        lines.append(f"| `{name}` | `{sha256_file(os.path.join(out_dir, name))}` |")
+    lines += ["", f"Total: {total} pairs. Tokens are whitespace-separated words.", ""]
+    lines += checksum_section(out_dir, output_names(splits))
     lines.append("")
     write_atomic(os.path.join(out_dir, CARD), "\n".join(lines))
-
-
-def write_atomic(path, text):
-    """Writes to a temporary name in the same directory, then renames: no half-written file."""
-    directory = os.path.dirname(path) or "."
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def build(out_dir, slice_only, log=print):
