@@ -24,10 +24,11 @@ DEPS := build-essential cmake pkg-config git \
   libopenblas-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools \
   libboost-program-options-dev libyaml-cpp-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
-  libsentencepiece-dev sentencepiece \
+  libsentencepiece-dev sentencepiece libicu-dev \
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest \
-  python3-yaml python3-sentencepiece \
+  python3-yaml python3-sentencepiece python3-regex \
   clang-format clang-tidy shellcheck \
+  clang libomp-14-dev libclang-rt-14-dev \
   libsword-utils sword-text-web sword-text-sparv \
   slurmctld slurmd slurm-client munge
 

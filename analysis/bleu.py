@@ -1,5 +1,6 @@
-"""Corpus BLEU from per-sentence sufficient statistics, as sacreBLEU computes it (13a tokenizer,
-one reference, exponential smoothing) and as core/metrics/bleu.cpp does in C++.
+"""Corpus BLEU from per-sentence sufficient statistics, as sacreBLEU computes it (13a tokenizer
+unless another `tokenize` function is given, one reference, exponential smoothing) and as
+core/metrics/bleu.cpp does in C++.
 
 Statistics per sentence: [hyp_len, ref_len, match_1..match_4, total_1..total_4]. Corpus BLEU of
 any subset of sentences is BLEU of the summed rows, which is what the paired bootstrap needs.
@@ -46,10 +47,11 @@ def _ngrams(tokens):
     return counts
 
 
-def sentence_stats(hypothesis, reference):
-    """The sufficient statistics of one segment (see the module comment)."""
-    hyp = tokenize_13a(hypothesis)
-    ref = tokenize_13a(reference)
+def sentence_stats(hypothesis, reference, tokenize=tokenize_13a):
+    """The sufficient statistics of one segment (see the module comment); `tokenize` maps a line
+    to its list of tokens."""
+    hyp = tokenize(hypothesis)
+    ref = tokenize(reference)
     hyp_counts, ref_counts = _ngrams(hyp), _ngrams(ref)
     stats = np.zeros(STATS, dtype=np.int64)
     stats[0], stats[1] = len(hyp), len(ref)
@@ -60,13 +62,13 @@ def sentence_stats(hypothesis, reference):
     return stats
 
 
-def corpus_stats(hypotheses, references):
+def corpus_stats(hypotheses, references, tokenize=tokenize_13a):
     """(sentences, STATS) statistics; the two lists must be of equal length."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
     if not hypotheses:
         return np.zeros((0, STATS), dtype=np.int64)
-    return np.stack([sentence_stats(h, r) for h, r in zip(hypotheses, references)])
+    return np.stack([sentence_stats(h, r, tokenize) for h, r in zip(hypotheses, references)])
 
 
 def bleu_from_stats(totals):

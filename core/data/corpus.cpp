@@ -1,7 +1,9 @@
 // Reading and validating line-aligned parallel text.
 #include "core/data/corpus.h"
 
+#include <filesystem>
 #include <fstream>
+#include <istream>
 
 #include "core/util/check.h"
 
@@ -60,6 +62,30 @@ std::vector<std::string> read_text_lines(const std::string& path, EmptyLines emp
   CHECK(!in.bad()) << "error while reading " << path;
   CHECK(!lines.empty()) << path << ": the file is empty";
   return lines;
+}
+
+std::vector<std::string> read_bleu_lines(std::istream& in, const std::string& name) {
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const int64_t bad = find_invalid_utf8(line);
+    CHECK(bad < 0) << name << ":" << lines.size() + 1 << ": invalid UTF-8 at byte " << bad + 1
+                   << " of the line";
+    lines.push_back(std::move(line));
+  }
+  CHECK(!in.bad()) << "error while reading " << name;
+  CHECK(!lines.empty()) << name << " is empty: BLEU needs at least one line";
+  return lines;
+}
+
+std::vector<std::string> read_bleu_lines(const std::string& path) {
+  std::error_code error;
+  CHECK(std::filesystem::is_regular_file(path, error))
+      << path << " is not a regular file (a directory, a device or missing)";
+  std::ifstream in(path, std::ios::binary);
+  CHECK(in.good()) << "cannot open " << path << " (no permission?)";
+  return read_bleu_lines(in, path);
 }
 
 ParallelText read_parallel_text(const std::string& src_path, const std::string& tgt_path,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,13 @@ std::vector<std::string> read_text_lines(const std::string& path,
 // and both counts).
 ParallelText read_parallel_text(const std::string& src_path, const std::string& tgt_path,
                                 EmptyLines empty = EmptyLines::kRefuse);
+
+// The lines of a BLEU input (`attnlab bleu`'s references and hypotheses), checked as sacreBLEU
+// and read_text_lines check them: valid UTF-8 (an Error names `name` and the 1-based line), and at
+// least one line. Empty lines are kept (an empty hypothesis is a valid, poor translation).
+std::vector<std::string> read_bleu_lines(std::istream& in, const std::string& name);
+// The same for the file at `path`; also an Error when it is not a regular file or cannot be opened.
+std::vector<std::string> read_bleu_lines(const std::string& path);
 
 // Byte offset of the first invalid UTF-8 sequence in `text`, or -1 when it is valid. Rejects
 // overlong forms, surrogates (U+D800..U+DFFF) and code points above U+10FFFF.

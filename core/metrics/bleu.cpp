@@ -1,7 +1,14 @@
-// Corpus BLEU: the 13a tokenizer, clipped n-gram statistics and sacreBLEU's scoring rules.
+// Corpus BLEU: the 13a and intl tokenizers, lowercasing, clipped n-gram statistics and
+// sacreBLEU's scoring rules.
 #include "core/metrics/bleu.h"
 
+#include <unicode/locid.h>
+#include <unicode/stringpiece.h>
+#include <unicode/uchar.h>
+#include <unicode/unistr.h>
+
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <unordered_map>
@@ -43,6 +50,16 @@ size_t whitespace_length(const std::string& text, size_t i) {
   return 0;
 }
 
+// Python's str.rstrip(): drops the Unicode whitespace at the end of `text`.
+void rstrip_whitespace(std::string& text) {
+  while (!text.empty()) {
+    size_t start = text.size() - 1;  // the last character's first byte
+    while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+    if (whitespace_length(text, start) != text.size() - start) return;
+    text.resize(start);
+  }
+}
+
 std::vector<std::string> split_whitespace(const std::string& text) {
   std::vector<std::string> words;
   std::string word;
@@ -59,6 +76,82 @@ std::vector<std::string> split_whitespace(const std::string& text) {
   if (!word.empty()) words.push_back(std::move(word));
   return words;
 }
+
+// Python's str.split() whitespace as code points (the set whitespace_length matches in UTF-8).
+bool is_python_space(UChar32 c) {
+  return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F) || c == 0x85 ||
+         c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+         c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// A byte that does not start a well-formed UTF-8 sequence is kept as itself: it decodes to
+// kRawByte + byte, which no Unicode property matches, and encodes back to the same byte.
+constexpr UChar32 kRawByte = 0x110000;
+
+std::vector<UChar32> decode_utf8(const std::string& text) {
+  std::vector<UChar32> code_points;
+  code_points.reserve(text.size());
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char lead = byte(i);
+    size_t length = 0;
+    UChar32 c = 0;
+    if (lead < 0x80) {
+      length = 1;
+      c = lead;
+    } else if ((lead >> 5) == 0x6) {
+      length = 2;
+      c = lead & 0x1F;
+    } else if ((lead >> 4) == 0xE) {
+      length = 3;
+      c = lead & 0x0F;
+    } else if ((lead >> 3) == 0x1E) {
+      length = 4;
+      c = lead & 0x07;
+    }
+    bool valid = length > 0 && i + length <= text.size();
+    for (size_t k = 1; valid && k < length; ++k) {
+      valid = (byte(i + k) & 0xC0) == 0x80;
+      c = (c << 6) | (byte(i + k) & 0x3F);
+    }
+    if (valid) {
+      code_points.push_back(c);
+      i += length;
+    } else {
+      code_points.push_back(kRawByte + lead);
+      i += 1;
+    }
+  }
+  return code_points;
+}
+
+void append_utf8(std::string& out, UChar32 c) {
+  if (c >= kRawByte) {
+    out.push_back(static_cast<char>(c - kRawByte));
+  } else if (c < 0x80) {
+    out.push_back(static_cast<char>(c));
+  } else if (c < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else if (c < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  }
+}
+
+// Unicode general category groups, as regex's \p{N}, \p{P} and \p{S} match them.
+bool in_category(UChar32 c, uint32_t mask) {
+  return c < kRawByte && (U_GET_GC_MASK(c) & mask) != 0;
+}
+bool is_number(UChar32 c) { return in_category(c, U_GC_N_MASK); }
+bool is_punctuation(UChar32 c) { return in_category(c, U_GC_P_MASK); }
+bool is_symbol(UChar32 c) { return in_category(c, U_GC_S_MASK); }
 
 // Counts of every n-gram (n = 1..4) of `tokens`, keyed by the tokens joined with spaces.
 std::unordered_map<std::string, int64_t> count_ngrams(const std::vector<std::string>& tokens) {
@@ -144,6 +237,62 @@ std::vector<std::string> tokenize_13a(const std::string& line) {
   return split_whitespace(out);
 }
 
+std::vector<std::string> tokenize_intl(const std::string& line) {
+  std::vector<UChar32> text = decode_utf8(line);
+  std::vector<UChar32> out;
+  out.reserve(2 * text.size());
+  // (\P{N})(\p{P}) -> "\1 \2 ": one left-to-right pass of non-overlapping matches (re.sub).
+  for (size_t i = 0; i < text.size();) {
+    if (i + 1 < text.size() && !is_number(text[i]) && is_punctuation(text[i + 1])) {
+      out.insert(out.end(), {text[i], ' ', text[i + 1], ' '});
+      i += 2;
+    } else {
+      out.push_back(text[i++]);
+    }
+  }
+  text.swap(out);
+  out.clear();
+  for (size_t i = 0; i < text.size();) {  // (\p{P})(\P{N}) -> " \1 \2"
+    if (i + 1 < text.size() && is_punctuation(text[i]) && !is_number(text[i + 1])) {
+      out.insert(out.end(), {' ', text[i], ' ', text[i + 1]});
+      i += 2;
+    } else {
+      out.push_back(text[i++]);
+    }
+  }
+  text.swap(out);
+  out.clear();
+  for (const UChar32 c : text) {  // (\p{S}) -> " \1 "
+    if (is_symbol(c)) {
+      out.insert(out.end(), {' ', c, ' '});
+    } else {
+      out.push_back(c);
+    }
+  }
+  std::vector<std::string> words;  // ' '.join(line.split()), split again by BLEU
+  std::string word;
+  for (const UChar32 c : out) {
+    if (is_python_space(c)) {
+      if (!word.empty()) words.push_back(std::move(word));
+      word.clear();
+    } else {
+      append_utf8(word, c);
+    }
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  return words;
+}
+
+std::string bleu_lowercase(const std::string& line) {
+  CHECK(line.size() <= static_cast<size_t>(INT32_MAX)) << "a BLEU segment of over 2 GB";
+  icu::UnicodeString text = icu::UnicodeString::fromUTF8(
+      icu::StringPiece(line.data(), static_cast<int32_t>(line.size())));
+  text.toLower(icu::Locale::getRoot());
+  std::string lowered;
+  text.toUTF8String(lowered);
+  return lowered;
+}
+
 BleuStats& BleuStats::operator+=(const BleuStats& other) {
   for (int n = 0; n < kBleuMaxOrder; ++n) {
     matches[n] += other.matches[n];
@@ -156,15 +305,17 @@ BleuStats& BleuStats::operator+=(const BleuStats& other) {
 
 BleuTokenizer parse_bleu_tokenizer(const std::string& name) {
   if (name == "13a") return BleuTokenizer::k13a;
+  if (name == "intl") return BleuTokenizer::kIntl;
   if (name == "char") return BleuTokenizer::kChar;
   if (name == "none") return BleuTokenizer::kNone;
-  CHECK(false) << "unknown BLEU tokenizer '" << name << "' (13a, char or none)";
+  CHECK(false) << "unknown BLEU tokenizer '" << name << "' (13a, intl, char or none)";
   return BleuTokenizer::k13a;
 }
 
 const char* to_string(BleuTokenizer tokenizer) {
   switch (tokenizer) {
     case BleuTokenizer::k13a: return "13a";
+    case BleuTokenizer::kIntl: return "intl";
     case BleuTokenizer::kChar: return "char";
     case BleuTokenizer::kNone: return "none";
   }
@@ -173,6 +324,7 @@ const char* to_string(BleuTokenizer tokenizer) {
 
 std::vector<std::string> bleu_tokenize(const std::string& line, BleuTokenizer tokenizer) {
   if (tokenizer == BleuTokenizer::k13a) return tokenize_13a(line);
+  if (tokenizer == BleuTokenizer::kIntl) return tokenize_intl(line);
   if (tokenizer == BleuTokenizer::kNone) return split_whitespace(line);
   // char: one token per UTF-8 character, whitespace dropped (sacreBLEU joins the characters
   // with spaces and splits again).
@@ -190,16 +342,25 @@ std::vector<std::string> bleu_tokenize(const std::string& line, BleuTokenizer to
   return tokens;
 }
 
+std::vector<std::string> bleu_tokenize(const std::string& line, const BleuOptions& options) {
+  // sacreBLEU's BLEU._preprocess_segment: tokenizer(line.lower().rstrip()). Only intl sees the
+  // difference: "2. " splits the period off, "2." does not.
+  std::string text = options.lowercase ? bleu_lowercase(line) : line;
+  rstrip_whitespace(text);
+  return bleu_tokenize(text, options.tokenizer);
+}
+
 BleuStats sentence_bleu_stats(const std::string& hypothesis,
-                              const std::vector<std::string>& references, BleuTokenizer tokenizer) {
+                              const std::vector<std::string>& references,
+                              const BleuOptions& options) {
   CHECK(!references.empty()) << "BLEU needs at least one reference";
-  const std::vector<std::string> hyp = bleu_tokenize(hypothesis, tokenizer);
+  const std::vector<std::string> hyp = bleu_tokenize(hypothesis, options);
   BleuStats stats;
   stats.hyp_length = static_cast<int64_t>(hyp.size());
   std::unordered_map<std::string, int64_t> clip;  // n-gram -> its largest count in any reference
   int64_t closest = -1;
   for (const std::string& reference : references) {
-    const std::vector<std::string> ref = bleu_tokenize(reference, tokenizer);
+    const std::vector<std::string> ref = bleu_tokenize(reference, options);
     const auto length = static_cast<int64_t>(ref.size());
     const int64_t difference = std::llabs(length - stats.hyp_length);
     const int64_t best = std::llabs(closest - stats.hyp_length);
@@ -219,6 +380,11 @@ BleuStats sentence_bleu_stats(const std::string& hypothesis,
     if (found != clip.end()) stats.matches[n] += std::min(count, found->second);
   }
   return stats;
+}
+
+BleuStats sentence_bleu_stats(const std::string& hypothesis,
+                              const std::vector<std::string>& references, BleuTokenizer tokenizer) {
+  return sentence_bleu_stats(hypothesis, references, BleuOptions{tokenizer, false});
 }
 
 BleuStats sentence_bleu_stats(const std::string& hypothesis, const std::string& reference) {
@@ -260,7 +426,7 @@ BleuScore compute_bleu(const BleuStats& stats) {
 
 BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
                       const std::vector<std::vector<std::string>>& references,
-                      BleuTokenizer tokenizer) {
+                      const BleuOptions& options) {
   CHECK(!references.empty()) << "BLEU needs at least one reference set";
   for (const std::vector<std::string>& set : references) {
     CHECK(hypotheses.size() == set.size())
@@ -271,9 +437,15 @@ BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
   std::vector<std::string> line(references.size());
   for (size_t i = 0; i < hypotheses.size(); ++i) {
     for (size_t k = 0; k < references.size(); ++k) line[k] = references[k][i];
-    stats += sentence_bleu_stats(hypotheses[i], line, tokenizer);
+    stats += sentence_bleu_stats(hypotheses[i], line, options);
   }
   return compute_bleu(stats);
+}
+
+BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
+                      const std::vector<std::vector<std::string>>& references,
+                      BleuTokenizer tokenizer) {
+  return corpus_bleu(hypotheses, references, BleuOptions{tokenizer, false});
 }
 
 BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
@@ -293,10 +465,14 @@ std::string BleuScore::format() const {
   return text;
 }
 
-std::string bleu_signature(size_t references, BleuTokenizer tokenizer) {
+std::string bleu_signature(size_t references, const BleuOptions& options) {
   // sacreBLEU's fields; the version names this implementation of sacreBLEU 2.x's rules.
-  return "nrefs:" + std::to_string(references) + "|case:mixed|eff:no|tok:" + to_string(tokenizer) +
-         "|smooth:exp|version:2.x-attnlab";
+  return "nrefs:" + std::to_string(references) + "|case:" + (options.lowercase ? "lc" : "mixed") +
+         "|eff:no|tok:" + to_string(options.tokenizer) + "|smooth:exp|version:2.x-attnlab";
+}
+
+std::string bleu_signature(size_t references, BleuTokenizer tokenizer) {
+  return bleu_signature(references, BleuOptions{tokenizer, false});
 }
 
 std::string bleu_signature() { return bleu_signature(1, BleuTokenizer::k13a); }

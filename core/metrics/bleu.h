@@ -1,6 +1,6 @@
 // Corpus BLEU with sacreBLEU's rules (sacreBLEU 2.x `BLEU()`): the 13a tokenizer by default (or
-// `char` / `none`), case-sensitive, one or more references, max n-gram order 4, 'exp'
-// smoothing, effective order off.
+// `intl` / `char` / `none`), case-sensitive unless lowercased (`-lc`), one or more references,
+// max n-gram order 4, 'exp' smoothing, effective order off.
 #pragma once
 
 #include <array>
@@ -17,12 +17,31 @@ inline constexpr int kBleuMaxOrder = 4;
 // then splits on whitespace.
 std::vector<std::string> tokenize_13a(const std::string& line);
 
-// sacreBLEU's tokenizers that need no Unicode tables: 13a (above), char (every character but
-// whitespace a token) and none (whitespace splits).
-enum class BleuTokenizer { k13a, kChar, kNone };
+// sacreBLEU's "intl" tokenizer (TokenizerV14International), with Unicode general categories
+// from ICU: punctuation (P*) is split from a neighbour that is not a number (N*), first from the
+// character before it, then from the one after it, each a left-to-right pass of non-overlapping
+// two-character matches like Python's re.sub; every symbol (S*) is split off; then the line
+// splits on Unicode whitespace.
+std::vector<std::string> tokenize_intl(const std::string& line);
+
+// Python's str.lower() (sacreBLEU's -lc): the full Unicode lowercase mapping of the root locale,
+// through ICU ("İ" -> "i̇", a final "Σ" -> "ς"). Ill-formed UTF-8 becomes U+FFFD.
+std::string bleu_lowercase(const std::string& line);
+
+// sacreBLEU's tokenizers: 13a, intl (above), char (every character but whitespace a token) and
+// none (whitespace splits).
+enum class BleuTokenizer { k13a, kChar, kNone, kIntl };
 BleuTokenizer parse_bleu_tokenizer(const std::string& name);  // Error naming the choices
 const char* to_string(BleuTokenizer tokenizer);
 std::vector<std::string> bleu_tokenize(const std::string& line, BleuTokenizer tokenizer);
+
+// What sacreBLEU's BLEU(tokenize=..., lowercase=...) chooses. As sacreBLEU does, each segment is
+// lowercased (if asked), stripped of trailing whitespace, then tokenized.
+struct BleuOptions {
+  BleuTokenizer tokenizer = BleuTokenizer::k13a;
+  bool lowercase = false;
+};
+std::vector<std::string> bleu_tokenize(const std::string& line, const BleuOptions& options);
 
 // Sufficient statistics of a corpus: summed over sentences, so corpora can be merged.
 struct BleuStats {
@@ -38,6 +57,9 @@ BleuStats sentence_bleu_stats(const std::string& hypothesis, const std::string& 
 // reference; the reference length is the one closest to the hypothesis (the shorter on a tie).
 BleuStats sentence_bleu_stats(const std::string& hypothesis,
                               const std::vector<std::string>& references, BleuTokenizer tokenizer);
+BleuStats sentence_bleu_stats(const std::string& hypothesis,
+                              const std::vector<std::string>& references,
+                              const BleuOptions& options);
 
 struct BleuScore {
   double score = 0.0;                              // 0..100
@@ -62,9 +84,13 @@ BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
 BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
                       const std::vector<std::vector<std::string>>& references,
                       BleuTokenizer tokenizer);
+BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
+                      const std::vector<std::vector<std::string>>& references,
+                      const BleuOptions& options);
 
-// The signature that says which BLEU this is, in sacreBLEU's format.
+// The signature that says which BLEU this is, in sacreBLEU's format (case:lc when lowercased).
 std::string bleu_signature();
 std::string bleu_signature(size_t references, BleuTokenizer tokenizer);
+std::string bleu_signature(size_t references, const BleuOptions& options);
 
 }  // namespace attnlab

@@ -163,6 +163,83 @@ TEST(Bleu, CharAndNoneTokenizers) {
             0u);
 }
 
+// sacreBLEU's intl tokenizer, worked by hand from its three rules (each a left-to-right pass of
+// non-overlapping matches): (\P{N})(\p{P}) -> "\1 \2 ", (\p{P})(\P{N}) -> " \1 \2",
+// (\p{S}) -> " \1 ", then whitespace splits. The same expectations come out of the rules run
+// with Python's `regex` module.
+TEST(TokenizeIntl, SplitsUnicodePunctuationAndSymbolsButNotInsideNumbers) {
+  EXPECT_EQ(tokenize_intl("Hello, world!"), (Tokens{"Hello", ",", "world", "!"}));
+  // Punctuation with a digit on both sides stays: neither rule matches.
+  EXPECT_EQ(tokenize_intl("3.14"), Tokens{"3.14"});
+  EXPECT_EQ(tokenize_intl("1,000.5\u20ac"), (Tokens{"1,000.5", "\u20ac"}));  // € is a symbol
+  EXPECT_EQ(tokenize_intl("a.b"), (Tokens{"a", ".", "b"}));
+  EXPECT_EQ(tokenize_intl("$5"), (Tokens{"$", "5"}));
+  // "(1)": '(' is followed by a digit and ')' preceded by one, so nothing is split.
+  EXPECT_EQ(tokenize_intl("(1)"), Tokens{"(1)"});
+  EXPECT_EQ(tokenize_intl("5%"), Tokens{"5%"});
+  // "x..y": rule 1 takes "x." and leaves ".y" (the second '.' was not preceded by an unconsumed
+  // character); rule 2 splits both periods off.
+  EXPECT_EQ(tokenize_intl("x..y"), (Tokens{"x", ".", ".", "y"}));
+  EXPECT_EQ(tokenize_intl("U.S.A."), (Tokens{"U", ".", "S", ".", "A", "."}));
+  EXPECT_EQ(tokenize_intl("don't stop\u2014now"),
+            (Tokens{"don", "'", "t", "stop", "\u2014", "now"}));
+  EXPECT_EQ(tokenize_intl("\u00abHola\u00bb, dijo."),
+            (Tokens{"\u00ab", "Hola", "\u00bb", ",", "dijo", "."}));
+  // CJK with ideographic comma and full stop: 你好，世界。
+  EXPECT_EQ(tokenize_intl("\u4f60\u597d\uff0c\u4e16\u754c\u3002"),
+            (Tokens{"\u4f60\u597d", "\uff0c", "\u4e16\u754c", "\u3002"}));
+  // Arabic-Indic digits are numbers (N), the Arabic decimal separator punctuation: one token.
+  EXPECT_EQ(tokenize_intl("\u0661\u0662\u066b\u0665"), Tokens{"\u0661\u0662\u066b\u0665"});
+  // Emoji are symbols (So); the variation selector U+FE0F after the heart is not, so it is left
+  // as a token of its own. U+1F355 is a four-byte character.
+  EXPECT_EQ(tokenize_intl("I \u2764\ufe0f \U0001f355 & 2+2=4"),
+            (Tokens{"I", "\u2764", "\ufe0f", "\U0001f355", "&", "2", "+", "2", "=", "4"}));
+  // Unicode whitespace (U+00A0, U+3000) separates tokens; nothing but whitespace gives none.
+  EXPECT_EQ(tokenize_intl("x\u00a0\u3000y"), (Tokens{"x", "y"}));
+  EXPECT_EQ(tokenize_intl(" \t "), Tokens{});
+  // Bytes that are not UTF-8 (the readers reject them; the functions still must not) are kept
+  // as they are and belong to no category.
+  EXPECT_EQ(tokenize_intl("a\xff."), (Tokens{"a\xff", "."}));
+  EXPECT_EQ(tokenize_intl(""), Tokens{});
+  // Reached through the tokenizer choice too.
+  EXPECT_EQ(bleu_tokenize("e.g.,", BleuTokenizer::kIntl), (Tokens{"e", ".", "g", ".", ","}));
+  // sacreBLEU strips trailing whitespace off a segment before tokenizing it, which only intl
+  // notices: "2. " splits the period off (followed by a space), "2." keeps it.
+  EXPECT_EQ(tokenize_intl("2. "), (Tokens{"2", "."}));
+  EXPECT_EQ(bleu_tokenize("2. \t\u3000", BleuOptions{BleuTokenizer::kIntl, false}), Tokens{"2."});
+  EXPECT_EQ(bleu_tokenize("a 2.\u00a0", BleuOptions{BleuTokenizer::kIntl, false}),
+            (Tokens{"a", "2."}));
+  EXPECT_EQ(parse_bleu_tokenizer("intl"), BleuTokenizer::kIntl);
+  EXPECT_STREQ(to_string(BleuTokenizer::kIntl), "intl");
+}
+
+// The expected strings are what /usr/bin/python3 prints for "ÉCOLE İstanbul ΣΑΣ".lower() and
+// "ΣΑΣ ΟΔΟΣ. Σ".lower(): İ becomes i + U+0307 (combining dot above), a capital sigma at the end
+// of a word the final ς, a sigma standing alone σ.
+TEST(BleuLowercase, IsPythonsStrLower) {
+  EXPECT_EQ(bleu_lowercase("\u00c9COLE \u0130stanbul \u03a3\u0391\u03a3"),
+            "\u00e9cole i\u0307stanbul \u03c3\u03b1\u03c2");
+  EXPECT_EQ(bleu_lowercase("\u03a3\u0391\u03a3 \u039f\u0394\u039f\u03a3. \u03a3"),
+            "\u03c3\u03b1\u03c2 \u03bf\u03b4\u03bf\u03c2. \u03c3");
+  EXPECT_EQ(bleu_lowercase("Hello, WORLD 42"), "hello, world 42");
+  EXPECT_EQ(bleu_lowercase(""), "");
+  EXPECT_EQ(bleu_lowercase("A\xff"), "a\ufffd");
+}
+
+TEST(Bleu, LowercasingMakesBleuCaseInsensitiveAndSaysSoInTheSignature) {
+  const std::vector<std::string> hyp = {"The Cat SAT on the mat."};
+  const std::vector<std::vector<std::string>> ref = {{"the cat sat on the mat."}};
+  EXPECT_LT(corpus_bleu(hyp, ref, BleuOptions{BleuTokenizer::k13a, false}).score, 100.0);
+  EXPECT_DOUBLE_EQ(corpus_bleu(hyp, ref, BleuOptions{BleuTokenizer::k13a, true}).score, 100.0);
+  EXPECT_DOUBLE_EQ(corpus_bleu(hyp, ref, BleuOptions{BleuTokenizer::kIntl, true}).score, 100.0);
+  EXPECT_EQ(bleu_tokenize("\u00c9T\u00c9!", BleuOptions{BleuTokenizer::kIntl, true}),
+            (Tokens{"\u00e9t\u00e9", "!"}));
+  EXPECT_EQ(bleu_signature(1, BleuOptions{BleuTokenizer::kIntl, true})
+                .rfind("nrefs:1|case:lc|eff:no|tok:intl|smooth:exp|version:", 0),
+            0u);
+  EXPECT_EQ(bleu_signature(1, BleuOptions{}), bleu_signature());
+}
+
 // Worked by hand: hypothesis "the cat sat" (3 tokens) against "the cat" (2) and "a cat sat on"
 // (4): both lengths are 1 away, the shorter (2) is the reference length; every unigram and
 // bigram occurs in some reference (the 1, cat 1, sat 1; "the cat" in the first, "cat sat" in the

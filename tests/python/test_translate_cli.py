@@ -344,5 +344,5 @@ def test_bleu_refuses_what_is_not_text_and_takes_several_references(attnlab, tmp
                                    "--json").stdout)
     assert "|tok:char|" in chars["signature"]
     assert chars["hyp_len"] == len("thecatsatonamat") + len("adogbarkedatnight")
-    unknown = run_attnlab(attnlab, "bleu", ref, hyp, "--tokenize", "intl", check=False)
-    assert unknown.returncode == 2 and "13a, char or none" in unknown.stderr
+    unknown = run_attnlab(attnlab, "bleu", ref, hyp, "--tokenize", "ja-mecab", check=False)
+    assert unknown.returncode == 2 and "13a, intl, char or none" in unknown.stderr
