@@ -109,6 +109,53 @@ def learning_curves(sweep, out_dir):
     return [_save(figure, pathlib.Path(out_dir) / "learning_curves.png")], ""
 
 
+def block_curves(sweep, out_dir):
+    """Dev perplexity vs. step with one panel per block of the table (the sweep's row groups, as
+    Table 3's A to E), each block's rows against the base row: a large sweep's one-panel figure
+    has too many lines to read. Written when the rows are grouped into at least one block besides
+    the base row's."""
+    evaluation = sweep.series("eval")
+    base = sweep.base
+    blocks = {}
+    for row in sweep.rows:
+        if row.key != base and row.group:
+            blocks.setdefault(row.group, []).append(row.key)
+    if not blocks or evaluation.empty or "ppl" not in evaluation:
+        return [], ""
+    columns = min(3, len(blocks))
+    lines = (len(blocks) + columns - 1) // columns
+    figure, axes = plt.subplots(lines, columns, figsize=(5.2 * columns, 4.2 * lines),
+                                squeeze=False, sharey=True)
+    for index, (group, keys) in enumerate(blocks.items()):
+        axis = axes[index // columns][index % columns]
+        colors = dict(zip(keys, _colors(len(keys))))
+        for key in [base] + keys:
+            part = evaluation[evaluation["row"] == key]
+            if part.empty:
+                continue
+            x, mean, low, high = _band(part, "step", "ppl")
+            seeds = part["run_id"].nunique()
+            if key == base:
+                axis.plot(x, mean, "--", color="black", lw=1.4, label=f"{key} (n={seeds})")
+                continue
+            axis.plot(x, mean, "-", color=colors[key], lw=1.6, label=f"{key} (n={seeds})")
+            if seeds > 1:
+                axis.fill_between(x, low, high, color=colors[key], alpha=0.2, lw=0)
+        axis.set_title(f"block {group}")
+        axis.set_xlabel("training step")
+        _log_axis(axis)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    for index in range(len(blocks), lines * columns):
+        axes[index // columns][index % columns].axis("off")
+    for line in axes:
+        line[0].set_ylabel("dev perplexity (log scale)")
+    figure.suptitle(f"Sweep {sweep.name}: dev perplexity per block, against {base} (dashed; "
+                    f"line = mean over seeds, band = min..max)")
+    figure.tight_layout()
+    return [_save(figure, pathlib.Path(out_dir) / "learning_curves_by_block.png")], ""
+
+
 def _first_run_with_attention(sweep, row_key):
     for run_id in sweep.completed(row_key):
         if sweep.data[run_id].attention:
@@ -370,7 +417,8 @@ def logit_variance(sweep, out_dir):
 def all_figures(sweep, out_dir, attention_rows):
     """Every figure; returns (files, notes about skipped figures)."""
     files, notes = [], []
-    for function in (learning_curves, lambda s, o: attention_maps(s, o, attention_rows),
+    for function in (learning_curves, block_curves,
+                     lambda s, o: attention_maps(s, o, attention_rows),
                      attention_entropy, diagnostic_entropy, gradient_norms, logit_variance):
         written, note = function(sweep, out_dir)
         files += written

@@ -17,7 +17,7 @@ if __package__ in (None, ""):  # run as a file (python3 analysis/report.py): the
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from analysis import figures, render  # noqa: E402
-from analysis.conclusions import conclusion_lines  # noqa: E402
+from analysis.conclusions import conclusion_lines, discussion_lines  # noqa: E402
 from analysis.errors import AnalysisError  # noqa: E402
 from analysis.sweep import load_runs, load_sweep  # noqa: E402
 from analysis.table import build_table  # noqa: E402
@@ -168,6 +168,12 @@ def _markdown_report(sweep, table, out, figure_files, figure_notes, notes=None):
               "## Runs (cost per run, Table 2 style)", "", render.runs_markdown(sweep)]
     if notes:
         lines += ["## Discussion", "", notes, ""]
+    else:
+        generated = discussion_lines(sweep, table)
+        if generated:
+            lines += ["## Discussion (generated)", "",
+                      "Counted from the conclusions above; a notes file (--notes) replaces it "
+                      "with the author's own.", ""] + generated
     concentration = figures.cross_attention_concentration(sweep) if figure_files else []
     if concentration:
         lines += ["## Attention", ""] + concentration + [""]

@@ -215,7 +215,7 @@ def test_markdown_latex_and_csv_agree(report):
 
 
 def test_figures_are_written_and_non_empty(report, sweep_dir):
-    names = ["learning_curves.png", "attention_entropy.png"] + [
+    names = ["learning_curves.png", "learning_curves_by_block.png", "attention_entropy.png"] + [
         f"attention_{row}_{stack}.png" for row in ("base", "A-h-1")
         for stack in ("encoder_self", "decoder_self", "decoder_cross")]
     assert not (report / "attention_A-h-2_encoder_self.png").exists()  # not asked for
@@ -224,6 +224,7 @@ def test_figures_are_written_and_non_empty(report, sweep_dir):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
     text = (report / "report.md").read_text()
     assert "![learning_curves](learning_curves.png)" in text
+    assert "![learning_curves_by_block](learning_curves_by_block.png)" in text
     with h5py.File(next(sweep_dir.glob("*/run.h5")), "r") as f:
         recorded = "grad_norm" in f["diagnostics"]
     if recorded:
@@ -448,6 +449,31 @@ def test_conclusions_agree_with_the_table_they_summarise():
             same = (paper_delta > 0) == (record["ppl_delta"] > 0)
             assert ("same direction" if same else "opposite direction") in line
         assert "3 of 3 runs unconverged" in line
+
+
+def test_the_generated_discussion_counts_what_the_conclusions_say():
+    """On the committed CPU-scale Table 3 (no notes file): the discussion's counts are the
+    conclusion lines' verdicts counted again, its unresolved and unconverged rows are the ones
+    the lines name, and a notes file replaces it."""
+    from analysis.conclusions import conclusion_lines, discussion_lines
+    from analysis.sweep import load_sweep
+    from analysis.table import build_table
+    sweep = load_sweep(ROOT / "docs" / "results" / "table3-small" / "runs", with_attention=False)
+    table = build_table(sweep, bootstrap_samples=10)
+    lines = [line for line in conclusion_lines(sweep, table) if line.startswith("- **")]
+    significant = [line for line in lines if ", significant;" in line]
+    unresolved = [re.match(r"- \*\*(.+?)\*\*", line).group(1) for line in lines
+                  if "not significant" in line]
+    text = " ".join(discussion_lines(sweep, table))
+    testable = len(lines) - sum("not testable" in line for line in lines)
+    assert (f"Of {len(lines)} ablations with completed runs on both sides, {testable} have at "
+            f"least two seeds on each side and {len(significant)} of those differ") in text
+    paper_resolved = [line for line in significant if "direction" in line]
+    agreeing = [line for line in paper_resolved if "same direction" in line]
+    assert (f"{len(agreeing)} of the {len(paper_resolved)} resolved differences the paper also "
+            "reports") in text
+    assert f"Unresolved at these seeds ({', '.join(unresolved)})" in text
+    assert f"Runs of {len(lines)} row(s)" in text and "had not converged" in text
 
 
 def test_a_single_run_and_a_pair_get_a_report(sweep_dir, tmp_path, capsys):
