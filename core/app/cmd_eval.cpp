@@ -16,6 +16,7 @@
 #include "core/metrics/perplexity.h"
 #include "core/train/corpus_source.h"
 #include "core/util/check.h"
+#include "core/util/files.h"
 
 namespace attnlab::cli {
 namespace {
@@ -24,15 +25,9 @@ namespace fs = std::filesystem;
 
 // Writes `lines` to `path` through a temporary name, so a failure leaves no partial file.
 void write_lines_atomically(const std::string& path, const std::vector<std::string>& lines) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    CHECK(out.good()) << "cannot write " << temporary;
-    for (const std::string& line : lines) out << line << "\n";
-    out.flush();
-    CHECK(out.good()) << "error while writing " << temporary;
-  }
-  fs::rename(temporary, path);
+  std::string text;
+  for (const std::string& line : lines) text.append(line).append("\n");
+  write_file_atomically(path, text);
 }
 
 std::string joined(const std::vector<std::string>& values) {

@@ -25,6 +25,8 @@
 #include "core/config/sweep.h"
 #include "core/model/param_count.h"
 #include "core/train/run.h"
+#include "core/util/clock.h"
+#include "core/util/files.h"
 
 namespace attnlab::cli {
 namespace {
@@ -55,19 +57,6 @@ void print_runs(const config::Sweep& sweep) {
               << std::setw(static_cast<int>(group_width) + 2) << run.group
               << (overrides.empty() ? "-" : overrides) << "\n";
   }
-}
-
-// Writes `text` to `path` through a temporary file, so a reader never sees half of it.
-void write_file(const fs::path& path, const std::string& text) {
-  const fs::path partial = path.string() + ".partial";
-  {
-    std::ofstream out(partial);
-    out << text;
-    if (!out) throw Error("cannot write " + partial.string());
-  }
-  std::error_code error;
-  fs::rename(partial, path, error);
-  if (error) throw Error("cannot rename " + partial.string() + ": " + error.message());
 }
 
 // The newest Slurm state of every run the sweep directory has submitted ({} without Slurm).
@@ -200,7 +189,7 @@ int launch_slurm(const config::Sweep& sweep, const std::vector<const config::Swe
   const std::vector<cluster::Submission> before = cluster::read_submissions(sweep_dir.string());
   fs::create_directories(sweep_dir / "slurm");
   const std::string script_name = "slurm/array-" + std::to_string(before.size() + 1) + ".sbatch";
-  write_file(sweep_dir / script_name, script_text);
+  write_file_atomically((sweep_dir / script_name).string(), script_text);
   std::cout << "wrote " << (sweep_dir / script_name).string() << " (" << runs.size()
             << " array tasks"
             << (job.profile.source.empty() ? "" : ", profile " + job.profile.source) << ")\n";
@@ -219,7 +208,7 @@ int launch_slurm(const config::Sweep& sweep, const std::vector<const config::Swe
         (job.profile.partition.empty() ? "" : ", partition " + job.profile.partition) + "]");
   }
   submission.script = script_name;
-  submission.submitted = cluster::utc_now();
+  submission.submitted = utc_now();
   submission.run_ids = job.run_ids;
   cluster::append_submission(sweep_dir.string(), submission);
   std::cout << "submitted job array " << submission.job_id << " (" << runs.size()
@@ -262,7 +251,8 @@ int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
     fs::create_directories(sweep_dir / run.id);
     ExperimentConfig resolved = run.config;
     config::make_paths_absolute(resolved, here);
-    write_file(sweep_dir / run.id / "config.yaml", config::dump_yaml(resolved));
+    write_file_atomically((sweep_dir / run.id / "config.yaml").string(),
+                          config::dump_yaml(resolved));
   }
   link_readable_names(sweep, sweep_dir);
 

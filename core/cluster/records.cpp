@@ -1,13 +1,14 @@
 // Reading the manifest's run list and reading/writing the Slurm submissions of a sweep directory.
 #include "core/cluster/records.h"
 
-#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "core/config/options.h"
 #include "core/config/yaml_tree.h"
 #include "core/util/check.h"
+#include "core/util/files.h"
 
 namespace attnlab::cluster {
 namespace fs = std::filesystem;
@@ -66,37 +67,21 @@ std::vector<Submission> read_submissions(const std::string& sweep_dir) {
 void append_submission(const std::string& sweep_dir, const Submission& submission) {
   std::vector<Submission> all = read_submissions(sweep_dir);
   all.push_back(submission);
-  const std::string path = submissions_path(sweep_dir);
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial);
-    out << "# Slurm job arrays submitted for this sweep, oldest first; array task i runs "
-           "runs[i].\n";
-    out << "submissions:\n";
-    for (const Submission& entry : all) {
-      out << "  - job_id: " << config::format_string(entry.job_id) << "\n";
-      out << "    script: " << config::format_string(entry.script) << "\n";
-      out << "    submitted: " << config::format_string(entry.submitted) << "\n";
-      out << "    runs: [";
-      for (size_t i = 0; i < entry.run_ids.size(); ++i) {
-        out << (i ? ", " : "") << config::format_string(entry.run_ids[i]);
-      }
-      out << "]\n";
+  std::ostringstream out;
+  out << "# Slurm job arrays submitted for this sweep, oldest first; array task i runs "
+         "runs[i].\n";
+  out << "submissions:\n";
+  for (const Submission& entry : all) {
+    out << "  - job_id: " << config::format_string(entry.job_id) << "\n";
+    out << "    script: " << config::format_string(entry.script) << "\n";
+    out << "    submitted: " << config::format_string(entry.submitted) << "\n";
+    out << "    runs: [";
+    for (size_t i = 0; i < entry.run_ids.size(); ++i) {
+      out << (i ? ", " : "") << config::format_string(entry.run_ids[i]);
     }
-    CHECK(out.good()) << "cannot write " << partial;
+    out << "]\n";
   }
-  std::error_code error;
-  fs::rename(partial, path, error);
-  CHECK(!error) << "cannot rename " << partial << " to " << path << ": " << error.message();
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm parts{};
-  gmtime_r(&now, &parts);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", &parts);
-  return buffer;
+  write_file_atomically(submissions_path(sweep_dir), out.str());
 }
 
 }  // namespace attnlab::cluster

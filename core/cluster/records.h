@@ -33,7 +33,4 @@ std::vector<Submission> read_submissions(const std::string& sweep_dir);
 // Adds one submission to the file (rewritten whole, then renamed into place).
 void append_submission(const std::string& sweep_dir, const Submission& submission);
 
-// Now as ISO 8601 UTC: 2024-05-01T12:00:00Z.
-std::string utc_now();
-
 }  // namespace attnlab::cluster

@@ -11,6 +11,7 @@
 #include "core/config/config.h"
 #include "core/config/options.h"
 #include "core/config/suggest.h"
+#include "core/util/files.h"
 #include "core/util/path_name.h"
 
 namespace attnlab::config {
@@ -430,14 +431,7 @@ std::string write_manifest(const Sweep& sweep, const std::string& runs_dir) {
   fs::create_directories(dir, error);
   if (error) throw Error("cannot create " + dir.string() + ": " + error.message());
   const fs::path path = dir / "manifest.yaml";
-  const fs::path partial = dir / "manifest.yaml.partial";
-  {
-    std::ofstream out(partial);
-    out << manifest_yaml(sweep);
-    if (!out) throw Error("cannot write " + partial.string());
-  }
-  fs::rename(partial, path, error);  // readers never see a half-written manifest
-  if (error) throw Error("cannot rename " + partial.string() + ": " + error.message());
+  write_file_atomically(path.string(), manifest_yaml(sweep));  // never half a manifest
   return path.string();
 }
 

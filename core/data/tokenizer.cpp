@@ -9,8 +9,9 @@
 #include <fstream>
 #include <unordered_map>
 
-#include "core/util/sha256.h"
 #include "core/util/check.h"
+#include "core/util/files.h"
+#include "core/util/sha256.h"
 
 namespace attnlab {
 
@@ -92,14 +93,7 @@ void Tokenizer::train(const std::string& model_path, const TokenizerTraining& tr
   const auto status = sentencepiece::SentencePieceTrainer::Train(options, nullptr, &serialized);
   CHECK(status.ok()) << "training tokenizer " << model_path << " (vocab_size "
                      << training.vocab_size << ") failed: " << status.ToString();
-  const std::string temporary = model_path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out.write(serialized.data(), static_cast<std::streamsize>(serialized.size()));
-    CHECK(out.good()) << "cannot write tokenizer model " << temporary;
-  }
-  CHECK(std::rename(temporary.c_str(), model_path.c_str()) == 0)
-      << "cannot rename " << temporary << " to " << model_path;
+  write_file_atomically(model_path, serialized);
 }
 
 Tokenizer Tokenizer::load_or_train(const std::string& model_path,

@@ -1,8 +1,6 @@
 // Checkpoint files: atomic save, open with schema checks, architecture and tensor matching.
 #include "core/io/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -13,6 +11,7 @@
 
 #include "core/util/build_info.h"
 #include "core/util/check.h"
+#include "core/util/files.h"
 #include "core/util/sha256.h"
 
 namespace attnlab::io {
@@ -21,15 +20,6 @@ namespace {
 
 constexpr const char* kScalarsGroup = "scalars";
 constexpr const char* kDataPositionGroup = "data_position";
-
-// Forces the file (or directory) contents to disk, so that a rename is never seen before them.
-void sync_path(const std::string& path, bool directory) {
-  int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  CHECK(fd >= 0) << path << ": cannot open to sync";
-  int status = ::fsync(fd);
-  ::close(fd);
-  CHECK(status == 0) << path << ": fsync failed";
-}
 
 // SHA-256 over every value a resume trusts besides the tensors (which carry Fletcher-32 checksums
 // of their own): one "name=value" line each, doubles as their exact bits, in the order written.
@@ -99,17 +89,11 @@ void save_checkpoint(const std::string& path, const CheckpointState& state,
   std::string temporary = path + ".tmp";
   try {
     write_checkpoint_file(temporary, state, groups);  // closed when it returns
-    sync_path(temporary, false);
   } catch (const Error&) {
     std::remove(temporary.c_str());
     throw;
   }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) std::remove(temporary.c_str());
-  CHECK(!error) << path << ": cannot rename " << temporary << " to it: " << error.message();
-  std::string directory = std::filesystem::path(path).parent_path().string();
-  sync_path(directory.empty() ? "." : directory, true);
+  replace_file(temporary, path);
 }
 
 Checkpoint Checkpoint::open(const std::string& path) {

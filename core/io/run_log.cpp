@@ -14,6 +14,8 @@
 #include "core/io/series.h"
 #include "core/util/build_info.h"
 #include "core/util/check.h"
+#include "core/util/clock.h"
+#include "core/util/files.h"
 #include "core/util/isolated.h"
 
 namespace attnlab::io {
@@ -48,15 +50,6 @@ const char* to_string(AttentionStack stack) {
 }
 
 namespace {
-
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
-  std::tm parts{};
-  gmtime_r(&now, &parts);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &parts);
-  return text;
-}
 
 std::string host_name() {
   char name[256] = {};
@@ -169,9 +162,7 @@ RunLog RunLog::create(const std::string& path, const RunInfo& info, const Config
   CHECK(!std::filesystem::exists(path)) << path << ": file exists; refusing to overwrite a run";
   std::string temporary = path + ".tmp";
   write_new_run(temporary, info, config);
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  CHECK(!error) << path << ": cannot rename " << temporary << " to it: " << error.message();
+  replace_file(temporary, path);
   h5::File file = h5::File::open_unlocked(path, h5::Access::write);
   h5::Group& root = file.root();
   Series train = Series::open(root.group("train"));

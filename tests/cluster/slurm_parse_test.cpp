@@ -7,6 +7,7 @@
 #include "core/cluster/records.h"
 #include "core/cluster/slurm.h"
 #include "core/util/check.h"
+#include "core/util/clock.h"
 
 namespace attnlab::cluster {
 namespace {
