@@ -1,7 +1,6 @@
 // Checkpoint files: atomic save, open with schema checks, architecture and tensor matching.
 #include "core/io/checkpoint.h"
 
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>

@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "core/data/corpus.h"
-#include "core/util/sha256.h"
 #include "core/util/check.h"
+#include "core/util/sha256.h"
 #include "data/scratch_dir.h"
 
 namespace attnlab {
