@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <regex>
 
 #include "core/app/cli.h"
 #include "core/cluster/local_launcher.h"
@@ -96,6 +97,26 @@ std::string last_error_line(const std::string& log_path) {
     }
   }
   return error.empty() ? last : error;
+}
+
+// The first rank the launcher reported lost, "rank 1 on node n2 (Killed)", or "": the rank whose
+// end took the others with it (srun's or mpirun's own line in the task's train.log).
+static std::string first_lost_rank(const std::string& log_path) {
+  static const std::regex by_srun(R"(srun: error: (\S+): tasks? ([0-9,-]+): (.+))");
+  static const std::regex by_mpirun(
+      R"(process rank ([0-9]+) with PID [0-9]+ on node (\S+) exited on signal [0-9]+ \(([^)]+)\))");
+  std::ifstream log(log_path);
+  std::string line;
+  std::smatch match;
+  while (std::getline(log, line)) {
+    if (std::regex_search(line, match, by_srun)) {
+      return "rank " + match[2].str() + " on node " + match[1].str() + " (" + match[3].str() + ")";
+    }
+    if (std::regex_search(line, match, by_mpirun)) {
+      return "rank " + match[1].str() + " on node " + match[2].str() + " (" + match[3].str() + ")";
+    }
+  }
+  return "";
 }
 
 namespace {
@@ -199,6 +220,8 @@ int run_status(const std::vector<std::string>& args) {
     }
     std::printf("\n");
     if (fs::exists(log)) {
+      const std::string lost = first_lost_rank(log);
+      if (!lost.empty()) std::printf("    first lost: %s\n", lost.c_str());
       std::printf("    last: %s\n    log:  %s\n", last_error_line(log).c_str(), log.c_str());
     }
   }

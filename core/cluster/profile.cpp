@@ -68,9 +68,20 @@ void validate(const SlurmProfile& profile, const std::string& where) {
   if (profile.launcher != "srun" && profile.launcher != "mpirun") {
     throw ConfigError(where + "launcher: expected srun or mpirun, got '" + profile.launcher + "'");
   }
-  if (profile.ranks < 0 || profile.cpus_per_task < 0 || profile.max_running < 0 ||
-      profile.signal_seconds < 0) {
-    throw ConfigError(where + "ranks, cpus_per_task, max_running and signal_seconds must be >= 0");
+  if (profile.ranks < 0 || profile.nodes < 0 || profile.ranks_per_node < 0 ||
+      profile.cpus_per_task < 0 || profile.max_running < 0 || profile.signal_seconds < 0) {
+    throw ConfigError(where +
+                      "ranks, nodes, ranks_per_node, cpus_per_task, max_running and "
+                      "signal_seconds must be >= 0");
+  }
+  if (profile.ranks > 0 && profile.nodes > 0 && profile.ranks_per_node > 0 &&
+      profile.ranks != profile.nodes * profile.ranks_per_node) {
+    throw ConfigError(where + "ranks (" + std::to_string(profile.ranks) +
+                      ") must be nodes x ranks_per_node (" + std::to_string(profile.nodes) + " x " +
+                      std::to_string(profile.ranks_per_node) + ")");
+  }
+  if (!profile.network_interface.empty()) {
+    check_value(ValueKind::kNetworkList, profile.network_interface, where + "network_interface");
   }
   for (const std::string& option : profile.sbatch) {
     check_value(ValueKind::kSbatchOption, option, where + "sbatch[]");
@@ -96,9 +107,12 @@ SlurmProfile load_profile(const std::string& path) {
                                               "time",
                                               "mem",
                                               "ranks",
+                                              "nodes",
+                                              "ranks_per_node",
                                               "cpus_per_task",
                                               "overcommit",
                                               "launcher",
+                                              "network_interface",
                                               "max_running",
                                               "signal_seconds",
                                               "sbatch",
@@ -122,6 +136,9 @@ SlurmProfile load_profile(const std::string& path) {
     if (key == "mem") profile.mem = read_string(value, at);
     if (key == "launcher") profile.launcher = read_string(value, at);
     if (key == "ranks") profile.ranks = read_integer(value, at, 0);
+    if (key == "nodes") profile.nodes = read_integer(value, at, 0);
+    if (key == "ranks_per_node") profile.ranks_per_node = read_integer(value, at, 0);
+    if (key == "network_interface") profile.network_interface = read_string(value, at);
     if (key == "cpus_per_task") profile.cpus_per_task = read_integer(value, at, 0);
     if (key == "max_running") profile.max_running = read_integer(value, at, 0);
     if (key == "signal_seconds") profile.signal_seconds = read_integer(value, at, 0);

@@ -7,9 +7,12 @@
 //   time: "04:00:00"              # per array task; the run resumes after a requeue
 //   mem: 8G                       # per node (empty: the cluster's default)
 //   ranks: 0                      # MPI ranks per run (0: the experiment's cluster.ranks)
+//   nodes: 0                      # nodes per run, #SBATCH --nodes (0: as Slurm places the ranks)
+//   ranks_per_node: 0             # #SBATCH --ntasks-per-node (0: as Slurm places the ranks)
 //   cpus_per_task: 0              # cores per rank (0: the experiment's cluster.threads_per_rank)
 //   overcommit: false             # more ranks than cores (sbatch/srun --overcommit)
 //   launcher: srun                # srun (--mpi=pmix) | mpirun
+//   network_interface: eth0       # Open MPI's TCP traffic only there (interfaces or CIDR networks)
 //   max_running: 0                # array throttle %N (0: no limit)
 //   signal_seconds: 120           # USR1 this long before the time limit: checkpoint and requeue
 //   sbatch: [--constraint=avx2]   # more #SBATCH options, each --name or --name=value
@@ -35,9 +38,12 @@ struct SlurmProfile {
   std::string time = "01:00:00";
   std::string mem;
   int64_t ranks = 0;
+  int64_t nodes = 0;
+  int64_t ranks_per_node = 0;
   int64_t cpus_per_task = 0;
   bool overcommit = false;
   std::string launcher = "srun";
+  std::string network_interface;  // OMPI_MCA_btl_tcp_if_include and OMPI_MCA_oob_tcp_if_include
   int64_t max_running = 0;
   int64_t signal_seconds = 120;
   std::vector<std::string> sbatch;

@@ -23,6 +23,22 @@ std::string render_array_script(const ArrayJob& job) {
   const int64_t ranks = profile.ranks > 0 ? profile.ranks : job.ranks;
   const int64_t cpus = profile.cpus_per_task > 0 ? profile.cpus_per_task : job.threads_per_rank;
   const bool srun = profile.launcher == "srun";
+  const int64_t nodes = profile.nodes;
+  const int64_t per_node = profile.ranks_per_node;
+  if (nodes > 0 && per_node > 0 && nodes * per_node != ranks) {
+    throw ConfigError(from + "nodes x ranks_per_node is " + std::to_string(nodes) + " x " +
+                      std::to_string(per_node) + " = " + std::to_string(nodes * per_node) +
+                      " ranks, but a run has " + std::to_string(ranks) +
+                      " (the profile's ranks, else the experiment's cluster.ranks)");
+  }
+  if (nodes > ranks) {
+    throw ConfigError(from + "nodes is " + std::to_string(nodes) + " but a run has only " +
+                      std::to_string(ranks) + " ranks");
+  }
+  if (per_node > ranks) {
+    throw ConfigError(from + "ranks_per_node is " + std::to_string(per_node) +
+                      " but a run has only " + std::to_string(ranks) + " ranks");
+  }
 
   std::ostringstream s;
   s << "#!/bin/bash\n";
@@ -36,6 +52,8 @@ std::string render_array_script(const ArrayJob& job) {
   if (profile.max_running > 0) s << "%" << profile.max_running;
   s << "\n";
   s << "#SBATCH --ntasks=" << ranks << "\n";
+  if (nodes > 0) s << "#SBATCH --nodes=" << nodes << "\n";
+  if (per_node > 0) s << "#SBATCH --ntasks-per-node=" << per_node << "\n";
   s << "#SBATCH --cpus-per-task=" << cpus << "\n";
   s << "#SBATCH --time=" << profile.time << "\n";
   if (!profile.mem.empty()) s << "#SBATCH --mem=" << profile.mem << "\n";
@@ -59,6 +77,8 @@ std::string render_array_script(const ArrayJob& job) {
   }
   s << ")\n";
   s << "ranks=" << ranks << "\n";
+  if (nodes > 0 && srun) s << "nodes=" << nodes << "\n";  // mpirun takes the allocation's
+  if (per_node > 0) s << "ranks_per_node=" << per_node << "\n";
   s << "threads=" << cpus << "\n\n";
 
   s << ": \"${SLURM_ARRAY_TASK_ID:?this script runs as a task of a Slurm job array (sbatch)}\"\n";
@@ -66,6 +86,11 @@ std::string render_array_script(const ArrayJob& job) {
   s << "run_dir=$sweep_dir/$run_id\n\n";
 
   s << "export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads\n";
+  if (!profile.network_interface.empty()) {
+    s << "# Open MPI's TCP traffic, between ranks and its own out-of-band channel, only there.\n";
+    s << "export OMPI_MCA_btl_tcp_if_include=" << shell_quote(profile.network_interface)
+      << " OMPI_MCA_oob_tcp_if_include=" << shell_quote(profile.network_interface) << "\n";
+  }
   for (const auto& [name, value] : profile.env) {
     s << "export " << name << "=" << shell_quote(value) << "\n";
   }
@@ -100,14 +125,25 @@ std::string render_array_script(const ArrayJob& job) {
   s << "trap forward_usr1 USR1\n\n";
 
   if (srun) {
+    // --kill-on-bad-exit: a rank that dies (a crash, a lost node) ends the others, which would
+    // otherwise wait for it in their next allreduce until the time limit.
     s << "srun --mpi=pmix --ntasks=\"$ranks\" --cpus-per-task=\"$threads\"";
+    if (nodes > 0) s << " --nodes=\"$nodes\"";
+    if (per_node > 0) s << " --ntasks-per-node=\"$ranks_per_node\"";
     if (profile.overcommit) s << " --overcommit";
-    s << " \\\n";
+    s << " --kill-on-bad-exit=1 \\\n";
   } else {
     s << "if [[ $EUID -eq 0 ]]; then\n";
     s << "  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n";
     s << "fi\n";
-    s << "mpirun -np \"$ranks\" --bind-to none \\\n";
+    s << "mpirun -np \"$ranks\" --bind-to none";
+    // mpirun starts its daemons on the allocation's nodes through Slurm, then places the ranks.
+    if (per_node > 0) {
+      s << " --map-by \"ppr:$ranks_per_node:node\"";
+    } else if (nodes > 0) {
+      s << " --map-by node";
+    }
+    s << " \\\n";
   }
   s << "  \"$attnlab\" train -c \"$run_dir/config.yaml\" --out \"$run_dir\" --run-id \"$run_id\" "
        "\\\n";

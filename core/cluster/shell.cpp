@@ -39,6 +39,7 @@ void check_value(ValueKind kind, const std::string& value, const std::string& wh
   static const std::regex slurm_memory("[0-9]+[KMGT]?");
   static const std::regex sbatch_option(R"(--[a-z][a-z0-9-]*(=[A-Za-z0-9_.,:=+@%/\[\]-]+)?)");
   static const std::regex env_name("[A-Za-z_][A-Za-z0-9_]*");
+  static const std::regex network_list("[A-Za-z0-9_.:/-]+(,[A-Za-z0-9_.:/-]+)*");
   const char* expected = nullptr;
   bool ok = false;
   switch (kind) {
@@ -63,6 +64,12 @@ void check_value(ValueKind kind, const std::string& value, const std::string& wh
     case ValueKind::kEnvName:
       ok = std::regex_match(value, env_name);
       expected = "a variable name: letters, digits and _, not starting with a digit";
+      break;
+    case ValueKind::kNetworkList:
+      ok = std::regex_match(value, network_list);
+      expected =
+          "network interfaces or CIDR networks separated by commas (eth0, 10.0.0.0/24): letters, "
+          "digits and _ . : / - only";
       break;
     case ValueKind::kShellLine:
       ok = !has_control_character(value);

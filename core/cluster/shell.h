@@ -19,6 +19,7 @@ enum class ValueKind {
   kSbatchOption,  // one long option with an optional value: --constraint=avx2, --exclusive
   kEnvName,       // an environment variable name: [A-Za-z_][A-Za-z0-9_]*
   kShellLine,     // one line of shell (profile set-up): no newline or other control character
+  kNetworkList,   // interfaces or CIDR networks, comma-separated: eth0, 10.0.0.0/24, ib0,eth1
 };
 void check_value(ValueKind kind, const std::string& value, const std::string& where);
 

@@ -437,6 +437,9 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
       std::fprintf(stderr, "attnlab: stopped at step %ld after a checkpoint; rerun to resume\n",
                    static_cast<long>(trainer.step()));
     }
+    // No rank leaves before the lead has recorded the stop: a launcher that ends the whole step
+    // when one task exits non-zero (srun --kill-on-bad-exit) must not cut that short.
+    comm.barrier();
     return kExitPreempted;
   }
   if (lead && !request.quiet && trainer.stop_reason() != StopReason::kSteps) {

@@ -62,6 +62,37 @@ TEST(Profile, EveryFieldIsRead) {
   EXPECT_EQ(p.setup, std::vector<std::string>{"echo hi"});
 }
 
+TEST(Profile, MultiNodeKeysAreRead) {
+  TempDir dir;
+  const std::string path = dir.path() + "/p.yaml";
+  write_text(path, "nodes: 2\nranks_per_node: 1\nnetwork_interface: 10.77.0.0/24\n");
+  const SlurmProfile p = load_profile(path);
+  EXPECT_EQ(p.nodes, 2);
+  EXPECT_EQ(p.ranks_per_node, 1);
+  EXPECT_EQ(p.network_interface, "10.77.0.0/24");
+  const SlurmProfile local2 =
+      load_profile(std::string(ATTNLAB_SOURCE_DIR) + "/cluster/profiles/local-2nodes.yaml");
+  EXPECT_EQ(local2.nodes, 2);
+  EXPECT_EQ(local2.ranks_per_node, 1);
+  EXPECT_EQ(local2.partition, "attnlab");
+}
+
+TEST(Profile, MultiNodeMistakesAreClear) {
+  std::string message = load_error("nodes: -1\n");
+  EXPECT_NE(message.find("p.yaml:1:1: nodes: expected an integer >= 0"), std::string::npos)
+      << message;
+  message = load_error("ranks_per_node: one\n");
+  EXPECT_NE(message.find("ranks_per_node: expected an integer"), std::string::npos) << message;
+  message = load_error("network_interface: \"eth0 $(id)\"\n");
+  EXPECT_NE(message.find("network_interface"), std::string::npos) << message;
+  EXPECT_NE(message.find("not allowed"), std::string::npos) << message;
+  message = load_error("ranks: 3\nnodes: 2\nranks_per_node: 1\n");
+  EXPECT_NE(message.find("ranks (3) must be nodes x ranks_per_node (2 x 1)"), std::string::npos)
+      << message;
+  message = load_error("nodse: 2\n");
+  EXPECT_NE(message.find("p.yaml:1:1: nodse: unknown key"), std::string::npos) << message;
+}
+
 TEST(Profile, MistakesNameFileLineAndKey) {
   std::string message = load_error("time: '01:00:00'\npartitoin: x\n");
   EXPECT_NE(message.find("p.yaml:2:1: partitoin: unknown key"), std::string::npos) << message;

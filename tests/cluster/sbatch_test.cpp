@@ -32,6 +32,8 @@ printf '%s\n' "$@" >"$STUB_DIR/$name.args"
 printf '%s' "${PROFILE_VALUE-unset}" >"$STUB_DIR/$name.env"
 printf '%s\n' "${OMP_NUM_THREADS-unset}" "${OPENBLAS_NUM_THREADS-unset}" \
   "${OMP_WAIT_POLICY-unset}" "${OPENBLAS_CORETYPE-unset}" >"$STUB_DIR/$name.threads"
+printf '%s\n' "${OMPI_MCA_btl_tcp_if_include-unset}" "${OMPI_MCA_oob_tcp_if_include-unset}" \
+  >"$STUB_DIR/$name.network"
 case $STUB_MODE in
   exit0) exit 0 ;;
   exit1) exit 1 ;;
@@ -169,7 +171,8 @@ TEST_F(ArrayScript, ShellcheckFindsNothing) {
 
 TEST_F(ArrayScript, SrunGetsExactArgumentsAndNothingIsInjected) {
   EXPECT_EQ(run_task(render(), "exit0"), 0) << read_text(root_.path() + "/task.log");
-  std::vector<std::string> expected = {"--mpi=pmix", "--ntasks=2", "--cpus-per-task=1"};
+  std::vector<std::string> expected = {"--mpi=pmix", "--ntasks=2", "--cpus-per-task=1",
+                                       "--kill-on-bad-exit=1"};
   for (const std::string& arg : expected_train_args()) expected.push_back(arg);
   EXPECT_EQ(lines_of(read_text(stubs_ + "/srun.args")), expected);
   EXPECT_EQ(read_text(stubs_ + "/srun.env"), "$(touch PWNED3) it's \"fine\"");
@@ -203,6 +206,103 @@ TEST_F(ArrayScript, ThreadsKernelAndWaitPolicyReachTheLauncherUnlessTheUserSetTh
       << read_text(root_.path() + "/task.log");
   EXPECT_EQ(lines_of(read_text(stubs_ + "/mpirun.threads")),
             (std::vector<std::string>{"3", "3", "active", "Haswell"}));
+}
+
+TEST_F(ArrayScript, MultiNodeRunsAskForNodesAndRanksPerNode) {
+  job_.profile.nodes = 2;
+  job_.profile.ranks_per_node = 1;
+  job_.profile.network_interface = "10.77.0.0/24";
+  const std::string text = render_array_script(job_);
+  for (const char* line : {"#SBATCH --ntasks=2\n", "#SBATCH --nodes=2\n",
+                           "#SBATCH --ntasks-per-node=1\n", "#SBATCH --cpus-per-task=1\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+  EXPECT_LT(text.rfind("#SBATCH"), text.find("set -o pipefail"));
+  // Without the keys the script says nothing about nodes or the network.
+  job_.profile.nodes = 0;
+  job_.profile.ranks_per_node = 0;
+  job_.profile.network_interface.clear();
+  const std::string plain = render_array_script(job_);
+  EXPECT_EQ(plain.find("--nodes"), std::string::npos);
+  EXPECT_EQ(plain.find("--ntasks-per-node"), std::string::npos);
+  EXPECT_EQ(plain.find("OMPI_MCA_"), std::string::npos);
+}
+
+TEST_F(ArrayScript, MultiNodeSrunGetsNodesRanksPerNodeAndTheNetwork) {
+  job_.profile.nodes = 2;
+  job_.profile.ranks_per_node = 1;
+  job_.profile.network_interface = "eth0";
+  EXPECT_EQ(run_task(render(), "exit0"), 0) << read_text(root_.path() + "/task.log");
+  std::vector<std::string> expected = {"--mpi=pmix", "--ntasks=2",          "--cpus-per-task=1",
+                                       "--nodes=2",  "--ntasks-per-node=1", "--kill-on-bad-exit=1"};
+  for (const std::string& arg : expected_train_args()) expected.push_back(arg);
+  EXPECT_EQ(lines_of(read_text(stubs_ + "/srun.args")), expected);
+  EXPECT_EQ(lines_of(read_text(stubs_ + "/srun.network")),
+            (std::vector<std::string>{"eth0", "eth0"}));
+  expect_no_injection();
+}
+
+TEST_F(ArrayScript, MultiNodeMpirunPlacesRanksPerNode) {
+  job_.profile.launcher = "mpirun";
+  job_.profile.nodes = 2;
+  job_.profile.ranks_per_node = 1;
+  job_.profile.network_interface = "10.77.0.0/24,eth1";
+  EXPECT_EQ(run_task(render(), "exit0"), 0) << read_text(root_.path() + "/task.log");
+  std::vector<std::string> expected = {"-np", "2", "--bind-to", "none", "--map-by", "ppr:1:node"};
+  for (const std::string& arg : expected_train_args()) expected.push_back(arg);
+  EXPECT_EQ(lines_of(read_text(stubs_ + "/mpirun.args")), expected);
+  EXPECT_EQ(lines_of(read_text(stubs_ + "/mpirun.network")),
+            (std::vector<std::string>{"10.77.0.0/24,eth1", "10.77.0.0/24,eth1"}));
+  // Nodes alone: one rank per node in turn.
+  job_.profile.ranks_per_node = 0;
+  EXPECT_EQ(run_task(render(), "exit0"), 0) << read_text(root_.path() + "/task.log");
+  expected = {"-np", "2", "--bind-to", "none", "--map-by", "node"};
+  for (const std::string& arg : expected_train_args()) expected.push_back(arg);
+  EXPECT_EQ(lines_of(read_text(stubs_ + "/mpirun.args")), expected);
+}
+
+TEST_F(ArrayScript, MultiNodeScriptsPassShellcheck) {
+  if (find_program("shellcheck").empty()) GTEST_SKIP() << "shellcheck is not installed";
+  job_.profile.nodes = 2;
+  job_.profile.ranks_per_node = 1;
+  job_.profile.network_interface = "eth0";
+  for (const char* launcher : {"srun", "mpirun"}) {
+    job_.profile.launcher = launcher;
+    const CommandResult result = run_command({"shellcheck", "--shell=bash", render()});
+    EXPECT_EQ(result.exit_code, 0) << launcher << "\n" << result.out << result.err;
+  }
+}
+
+TEST_F(ArrayScript, NodesThatDoNotFitTheRanksAreRejected) {
+  auto message = [this]() -> std::string {
+    try {
+      render_array_script(job_);
+    } catch (const ConfigError& error) {
+      return error.what();
+    }
+    return "";
+  };
+  job_.profile.nodes = 2;
+  job_.profile.ranks_per_node = 2;  // 4 ranks, but the run has 2
+  EXPECT_NE(message().find("nodes x ranks_per_node is 2 x 2 = 4 ranks, but a run has 2"),
+            std::string::npos)
+      << message();
+  job_.profile.ranks_per_node = 0;
+  job_.profile.nodes = 3;
+  EXPECT_NE(message().find("nodes is 3 but a run has only 2 ranks"), std::string::npos)
+      << message();
+  job_.profile.nodes = 0;
+  job_.profile.ranks_per_node = 4;
+  EXPECT_NE(message().find("ranks_per_node is 4"), std::string::npos) << message();
+  job_.profile.ranks_per_node = 0;
+  job_.profile.network_interface = "eth0; touch PWNED";
+  EXPECT_NE(message().find("network_interface"), std::string::npos) << message();
+  // The profile's ranks count: 2 nodes x 2 ranks fit a profile asking for 4.
+  job_.profile.network_interface.clear();
+  job_.profile.ranks = 4;
+  job_.profile.nodes = 2;
+  job_.profile.ranks_per_node = 2;
+  EXPECT_EQ(message(), "");
 }
 
 TEST_F(ArrayScript, PreemptedRunRequeuesItsOwnTask) {

@@ -163,8 +163,8 @@ def test_cluster_defaults_are_the_documented_ones(attnlab, tmp_path):
 
 
 def test_cluster_page_commands_exist_and_the_dry_run_runs(attnlab, tmp_path):
-    (block,) = code_blocks(cluster_page(), "sh")
-    lines = [line.split("#")[0].strip() for line in block.replace("\\\n", " ").splitlines()]
+    lines = [line.split("#")[0].strip() for block in code_blocks(cluster_page(), "sh")
+             for line in block.replace("\\\n", " ").splitlines()]
     cli = (DOCS / "cli.md").read_text()
     ran = 0
     for line in filter(None, lines):

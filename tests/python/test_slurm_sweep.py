@@ -3,6 +3,7 @@ module): a 4-run job array with 2 ranks per run (srun --mpi=pmix) equals the loc
 runs, a preempted array task is requeued and resumes to the same final loss, hostile names run
 safely, and impossible resources are rejected at submit. Every wait is bounded."""
 
+import contextlib
 import os
 import re
 import shutil
@@ -23,21 +24,28 @@ pytestmark = pytest.mark.skipif(
     reason="slurmctld is not installed (make deps installs slurmctld slurmd slurm-client munge)")
 
 
+@contextlib.contextmanager
+def local_slurm(state, port, *up_args, **env_extra):
+    """cluster/local-slurm.sh up with its state in `state` (ATTNLAB_SLURM_* in env_extra), down
+    afterwards; yields the environment its clients need (SLURM_CONF, ATTNLAB_SLURM_DIR)."""
+    env = dict(os.environ, ATTNLAB_SLURM_DIR=state, ATTNLAB_SLURM_PORT=str(port), **env_extra)
+    try:
+        up = subprocess.run([str(LOCAL_SLURM), "up", *up_args], env=env, capture_output=True,
+                            text=True, timeout=90)
+        assert up.returncode == 0, up.stdout + up.stderr
+        env["SLURM_CONF"] = f"{state}/slurm.conf"
+        yield env
+    finally:
+        subprocess.run([str(LOCAL_SLURM), "down"], env=env, capture_output=True, timeout=120)
+
+
 @pytest.fixture(scope="module")
 def slurm():
     """A fresh single-node Slurm for this module; yields the environment its clients need."""
     # Under /tmp itself: munged (running as the munge user) must be able to reach its socket.
-    state = f"/tmp/attnlab-slurm-pytest-{os.getpid()}"
-    env = dict(os.environ, ATTNLAB_SLURM_DIR=state,
-               ATTNLAB_SLURM_PORT=os.environ.get("ATTNLAB_SLURM_TEST_PORT", "6917"))
-    up = subprocess.run([str(LOCAL_SLURM), "up"], env=env, capture_output=True, text=True,
-                        timeout=90)
-    assert up.returncode == 0, up.stdout + up.stderr
-    env["SLURM_CONF"] = f"{state}/slurm.conf"
-    try:
+    with local_slurm(f"/tmp/attnlab-slurm-pytest-{os.getpid()}",
+                     os.environ.get("ATTNLAB_SLURM_TEST_PORT", "6917")) as env:
         yield env
-    finally:
-        subprocess.run([str(LOCAL_SLURM), "down"], env=env, capture_output=True, timeout=120)
 
 
 def slurm_env(slurm):
@@ -69,8 +77,8 @@ def wait_until(predicate, timeout, what, slurm, sweep_dir):
     raise AssertionError(f"not {what} within {timeout} s\n{debug_info(slurm, sweep_dir)}")
 
 
-def submit(attnlab, slurm, sweep, runs, *extra, check=True):
-    return run_attnlab(attnlab, "sweep", sweep, "--launcher", "slurm", "--profile", PROFILE,
+def submit(attnlab, slurm, sweep, runs, *extra, check=True, profile=PROFILE):
+    return run_attnlab(attnlab, "sweep", sweep, "--launcher", "slurm", "--profile", profile,
                        "--out", runs, *extra, env=slurm_env(slurm), timeout=120, check=check)
 
 
