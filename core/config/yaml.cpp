@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/config/config.h"
+#include "core/util/isolated.h"
 
 namespace attnlab::config {
 namespace {
@@ -82,6 +83,24 @@ YAML::Node load_yaml_file(const std::string& path) {
   }
   if (text.find('\0') != std::string::npos) {
     throw ConfigError(path + ": holds a NUL byte: not a YAML text file");
+  }
+  // yaml-cpp 0.7 loops forever on some malformed files (a file holding only "," is one, found by
+  // fuzzing): the text is parsed first in a child process that is stopped after a few seconds.
+  // Its syntax errors are left to the parse below, which reports them with their location.
+  try {
+    run_in_child(
+        [&] {
+          try {
+            YAML::LoadAll(text);
+          } catch (const YAML::Exception&) {
+          }
+        },
+        path, kYamlParseSeconds);
+  } catch (const Error& error) {
+    std::string reason = error.what();
+    if (reason.rfind(path + ": ", 0) == 0) reason.erase(0, path.size() + 2);
+    throw ConfigError(path + ": yaml-cpp failed on this file: " + reason +
+                      "; check its syntax (e.g. a stray ',' or bracket)");
   }
   std::vector<YAML::Node> documents;
   try {

@@ -97,7 +97,7 @@ void run_in_child(const std::function<void()>& body, const std::string& what,
       ::close(channel[0]);
       throw Error(what + ": reading it did not finish in " +
                   std::to_string(static_cast<int>(timeout_seconds)) +
-                  " s (a damaged file that makes HDF5 loop?); the reader was stopped");
+                  " s (a damaged file that makes the parser loop?); the reader was stopped");
     } else {
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::microseconds(20000));
