@@ -249,18 +249,34 @@ RunModel load_run_model(const std::string& run_dir, int64_t average, bool best) 
         << "vocabulary mismatch: checkpoint " << path << " was trained with " << rows
         << " pieces but tokenizer " << tokenizer.model_path() << " has " << tokenizer.vocab_size();
   };
+  // Every checkpoint is read first in a child process (every stored parameter, checksums
+  // verified, whatever their shapes): a file damaged so that HDF5 crashes on it is an error, not
+  // a crash of this command, and one of another vocabulary is still reported as such below.
+  auto probe = [](const std::string& path) {
+    run_in_child(
+        [&] {
+          const h5::File file = h5::File::open(path, h5::Access::read);
+          const h5::Group params = file.root().group("params");
+          for (const std::string& name : params.names()) params.dataset(name).read<float>();
+        },
+        path);
+  };
   std::vector<std::string> paths;
   CHECK(!(best && average >= 1)) << "choose either the best checkpoint or an average, not both";
   if (best) {
     const std::string path = best_checkpoint_path(run_dir);
     CHECK(fs::exists(path)) << run_dir << " has no best checkpoint (" << path
                             << "): it is written at the first dev evaluation";
+    probe(path);
     check_vocabulary(path);
     read_checkpoint_params(path, model->table(), model->params().data());
     paths.push_back(path);
   } else if (average >= 1) {
     paths = last_checkpoints(run_dir, average);
-    for (const std::string& path : paths) check_vocabulary(path);
+    for (const std::string& path : paths) {
+      probe(path);
+      check_vocabulary(path);
+    }
     average_checkpoints(paths, model->table(), model->params().data());
   } else {
     // The newest checkpoint whose /params read back intact (checksums verified); only /params
@@ -271,17 +287,7 @@ RunModel load_run_model(const std::string& run_dir, int64_t average, bool best) 
     for (auto it = steps.rbegin(); it != steps.rend() && paths.empty(); ++it) {
       const std::string path = dir.path_for(*it);
       try {
-        // Opened first in a child process: a file damaged so that HDF5 crashes on it is skipped
-        // like a truncated one (an interrupted write), not a crash of this command.
-        // It reads every stored parameter (checksums verified), whatever their shapes: a
-        // checkpoint of another vocabulary is reported below as such, not skipped.
-        run_in_child(
-            [&] {
-              const h5::File file = h5::File::open(path, h5::Access::read);
-              const h5::Group params = file.root().group("params");
-              for (const std::string& name : params.names()) params.dataset(name).read<float>();
-            },
-            path);
+        probe(path);  // a damaged file is skipped like a truncated one (an interrupted write)
       } catch (const Error& error) {
         skipped.emplace_back(error.what());
         continue;
