@@ -1,12 +1,13 @@
 # attnlab: one entry point for setup, build, tests, lint, benchmarks and a first run.
 #   make deps   make (build)   make test   make test-sanitize   make lint   make format   make bench
-#   make run    make clean
+#   make run    make fuzz   make fuzz-smoke   make clean
 SHELL := bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := all
 
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
+FUZZ_DIR ?= build-fuzz
 JOBS ?= $(shell nproc)
 BUILD_TYPE ?= Release
 # CI=true turns warnings into errors; WERROR=ON|OFF overrides either way.
@@ -18,8 +19,10 @@ PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 BENCH_ARGS ?=
 
 # Every Debian package the project needs: toolchain, numerics, MPI, HDF5, config and CLI libraries,
-# tests and benchmarks, tokenizer, Python analysis, lint, Bible texts for the small parallel corpus,
-# and a single-node Slurm for the sweep tests.
+# tests and benchmarks, tokenizer, ICU (BLEU's intl tokenizer and -lc), Python analysis and
+# tests (python3-regex: the reference intl tokenizer), lint, clang with OpenMP and libFuzzer (make
+# fuzz), Bible texts for the small parallel corpus, and Slurm with iproute2 for the one- and
+# two-node clusters of the sweep tests.
 DEPS := build-essential cmake pkg-config git \
   libopenblas-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools \
   libboost-program-options-dev libyaml-cpp-dev \
@@ -30,7 +33,7 @@ DEPS := build-essential cmake pkg-config git \
   clang-format clang-tidy shellcheck \
   clang libomp-14-dev libclang-rt-14-dev \
   libsword-utils sword-text-web sword-text-sparv \
-  slurmctld slurmd slurm-client munge
+  slurmctld slurmd slurm-client munge iproute2
 
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
@@ -42,12 +45,14 @@ ifneq ($(OPENBLAS_CORETYPE),)
 export OPENBLAS_CORETYPE
 endif
 
-# Sources that clang-format checks (C++ under core/, tests/, bench/) and clang-tidy checks (core/).
-FORMAT_DIRS := $(wildcard core tests bench)
+# Sources that clang-format checks (C++ under core/, tests/, bench/, fuzz/) and clang-tidy checks
+# (core/).
+FORMAT_DIRS := $(wildcard core tests bench fuzz)
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
 TIDY_FILES = $(shell find core -type f -name '*.cpp' | sort)
 
-.PHONY: all deps configure build test test-sanitize lint format bench run clean
+.PHONY: all deps configure build test test-sanitize fuzz-build fuzz fuzz-smoke lint format bench run \
+  clean
 
 all: build
 
@@ -114,6 +119,25 @@ test-sanitize: deps
 	  $(TEST_THREADS) ctest --test-dir $(ASAN_DIR) -L unit -LE mpi --output-on-failure -j 2 \
 	  --timeout $$(( 3 * $(CTEST_TIMEOUT) ))
 
+# Fuzzing (docs/fuzzing.md): the libFuzzer targets of fuzz/, built with clang, AddressSanitizer
+# and UndefinedBehaviorSanitizer in $(FUZZ_DIR)/ (only the targets and the layers they link), then
+# each run for FUZZ_SECONDS, JOBS at a time, on its committed seeds and regressions with a 10 s
+# limit per input and 2 GB of memory. New inputs go to $(FUZZ_DIR)/fuzz-corpus/<target>/, what
+# fails to $(FUZZ_DIR)/fuzz-artifacts/<target>/. make fuzz-smoke is the short run of CI.
+FUZZ_TARGETS ?= config cluster run_log checkpoint corpus bleu
+FUZZ_SECONDS ?= 600
+FUZZ_SMOKE_SECONDS ?= 20
+fuzz-build: deps
+	cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNLAB_FUZZ=ON \
+	  -DATTNLAB_WERROR=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+
+fuzz: fuzz-build
+	fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(JOBS) $(FUZZ_TARGETS)
+
+fuzz-smoke: FUZZ_SECONDS = $(FUZZ_SMOKE_SECONDS)
+fuzz-smoke: fuzz
+
 # clang-format and clang-tidy both run, so one report shows every finding.
 lint: configure
 	@format_result=ok; tidy_result=ok; \
@@ -149,4 +173,4 @@ run: configure
 	@echo "report: $(STUDY_DIR)/report/report.md"
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)
