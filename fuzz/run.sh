@@ -35,6 +35,16 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 # The targets only read files; one thread each keeps the JOBS targets on JOBS cores.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+# The targets write their input files under $TMPDIR (fuzz/fuzz_common.cpp): here a directory of
+# this run, in memory when /dev/shm exists, removed at the end (a target stopped by a finding
+# cannot remove its own).
+tmp_root=${TMPDIR:-/tmp}
+if [[ -z ${TMPDIR:-} && -d /dev/shm && -w /dev/shm ]]; then
+  tmp_root=/dev/shm
+fi
+TMPDIR=$(mktemp -d "$tmp_root/attnlab-fuzz-run.XXXXXX")
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 
 time_limit() {
   case $1 in
