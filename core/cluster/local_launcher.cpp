@@ -9,13 +9,13 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <thread>
 
 #include "core/util/check.h"
+#include "core/util/clock.h"
 
 namespace attnlab::cluster {
 namespace {
@@ -49,15 +49,6 @@ class StopSignals {
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
 };
-
-std::string clock_time() {
-  const std::time_t now = std::time(nullptr);
-  std::tm parts{};
-  localtime_r(&now, &parts);
-  char buffer[16];
-  std::strftime(buffer, sizeof(buffer), "%H:%M:%S", &parts);
-  return buffer;
-}
 
 struct Running {
   size_t index = 0;
@@ -151,8 +142,8 @@ LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& opt
       out << "\r\033[K" << text << "\n";
       show_summary();
     } else {
-      out << "[" << clock_time() << "] " << text << "\n";
-      if (with_summary) out << "[" << clock_time() << "]   " << summary() << "\n";
+      out << "[" << local_time_of_day() << "] " << text << "\n";
+      if (with_summary) out << "[" << local_time_of_day() << "]   " << summary() << "\n";
       out << std::flush;
     }
   };

@@ -13,4 +13,13 @@ std::string utc_now() {
   return text;
 }
 
+std::string local_time_of_day() {
+  const std::time_t now = std::time(nullptr);
+  std::tm parts{};
+  localtime_r(&now, &parts);
+  char text[16];
+  std::strftime(text, sizeof(text), "%H:%M:%S", &parts);
+  return text;
+}
+
 }  // namespace attnlab

@@ -47,8 +47,9 @@ TEST(Files, AFailedReplacementLeavesTheOldFileAndNamesThePaths) {
                      {"missing/x.txt.tmp-", "cannot write"});
 }
 
-TEST(Clock, UtcNowIsIso8601ToTheSecond) {
+TEST(Clock, UtcNowIsIso8601ToTheSecondAndTheTimeOfDayIsHoursMinutesSeconds) {
   EXPECT_TRUE(std::regex_match(utc_now(), std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)")));
+  EXPECT_TRUE(std::regex_match(local_time_of_day(), std::regex(R"(\d{2}:\d{2}:\d{2})")));
 }
 
 }  // namespace
