@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, run_attnlab
-from test_slurm_sweep import (debug_info, job_id, local_slurm, status_of, submit, wait_until)
+from test_slurm_sweep import (debug_info, job_id, local_slurm, preempt_and_wait_for_requeue,
+                              status_of, submit, wait_until)
 from test_sweep_local import run_dirs
 
 PROFILE = ROOT / "cluster" / "profiles" / "local-2nodes.yaml"
@@ -188,15 +189,7 @@ def test_a_preempted_two_node_task_requeues_and_resumes(attnlab, cluster, tmp_pa
     job = job_id(submit(attnlab, cluster, sweep, tmp_path / "slurm", profile=PROFILE))
     wait_until(lambda: step_reached(attnlab, cluster, sweep_dir, steps, 15), 120,
                "running past step 15", cluster, sweep_dir)
-    signal_sent = subprocess.run(["scancel", "--batch", "--signal=USR1", f"{job}_0"], env=cluster,
-                                 capture_output=True, text=True, timeout=30)
-    assert signal_sent.returncode == 0, signal_sent.stderr
-    wait_until(lambda: "1 runs: 1 completed" in status_of(attnlab, cluster, sweep_dir), 180,
-               "the requeued task completed", cluster, sweep_dir)
-    log = (sweep_dir / "slurm" / f"{job}_0.log").read_text()
-    assert "preempted after a checkpoint; requeueing its task" in log, log
-    assert "(restart 1)" in log, log
-    (run_dir,) = run_dirs(sweep_dir)
+    run_dir = preempt_and_wait_for_requeue(attnlab, cluster, job, sweep_dir)
     with h5py.File(run_dir / "run.h5", "r") as f:
         assert f.attrs["status"] == "completed"
         assert f.attrs["world_size"] == 2

@@ -115,6 +115,21 @@ def test_job_array_of_two_rank_runs_equals_the_local_launcher(attnlab, slurm, tm
     assert "submitted" not in again.stdout
 
 
+def preempt_and_wait_for_requeue(attnlab, env, job, sweep_dir):
+    """Slurm's warning signal to task 0 of `job` (as before a time limit), then waits until the
+    requeued task completed; checks the task log says so and returns the run's directory."""
+    signal = subprocess.run(["scancel", "--batch", "--signal=USR1", f"{job}_0"], env=env,
+                            capture_output=True, text=True, timeout=30)
+    assert signal.returncode == 0, signal.stderr
+    wait_until(lambda: "1 runs: 1 completed" in status_of(attnlab, env, sweep_dir), 180,
+               "the requeued task completed", env, sweep_dir)
+    log = (sweep_dir / "slurm" / f"{job}_0.log").read_text()
+    assert "preempted after a checkpoint; requeueing its task" in log, log
+    assert "(restart 1)" in log, log
+    (run_dir,) = [d for d in sweep_dir.iterdir() if (d / "run.h5").is_file()]
+    return run_dir
+
+
 def test_preempted_task_is_requeued_and_resumes_to_the_same_loss(attnlab, slurm, tmp_path):
     steps = 300
     sweep = write_sweep(tmp_path, name="preempt", steps=steps, seeds="[5]",
@@ -129,16 +144,7 @@ def test_preempted_task_is_requeued_and_resumes_to_the_same_loss(attnlab, slurm,
         return match is not None and int(match.group(1)) >= 15
 
     wait_until(past_a_checkpoint, 120, "running past step 15", slurm, sweep_dir)
-    signal = subprocess.run(["scancel", "--batch", "--signal=USR1", f"{job}_0"], env=slurm,
-                            capture_output=True, text=True, timeout=30)
-    assert signal.returncode == 0, signal.stderr
-    wait_until(lambda: "1 runs: 1 completed" in status_of(attnlab, slurm, sweep_dir), 180,
-               "the requeued task completed", slurm, sweep_dir)
-
-    log = (sweep_dir / "slurm" / f"{job}_0.log").read_text()
-    assert "preempted after a checkpoint; requeueing its task" in log, log
-    assert "(restart 1)" in log, log
-    (run_dir,) = [d for d in sweep_dir.iterdir() if (d / "run.h5").is_file()]
+    run_dir = preempt_and_wait_for_requeue(attnlab, slurm, job, sweep_dir)
     with h5py.File(run_dir / "run.h5", "r") as f:
         assert f.attrs["status"] == "completed"
         assert list(f["train"]["step"][...]) == list(range(1, steps + 1))
