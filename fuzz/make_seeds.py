@@ -73,15 +73,10 @@ def local_chain(path):
     return SEP.join(texts)
 
 
-# Fixtures that take the reader's full 10 s child-process limit (yaml-cpp loops on them): as a
-# seed each would cost that at every start of the fuzzer; fuzz/regressions/ holds one already.
-SLOW_FIXTURES = {"lone_comma.yaml"}
-
-
 def config_seeds():
     sources = sorted(ROOT.glob("experiments/**/*.yaml"))
     sources += sorted((ROOT / "tests" / "config").glob("**/*.yaml"))
-    for source in (s for s in sources if s.name not in SLOW_FIXTURES):
+    for source in sources:
         name = str(source.relative_to(ROOT)).replace("/", "_")
         write("config", name, local_chain(source))
     # Shapes the files above do not have: a list of bases (a diamond), a cycle, aliases.

@@ -11,11 +11,10 @@
 # target found something. The inputs of earlier findings, fuzz/regressions/<target>, are not read
 # here: the ctest tests fuzz_replay.<target> replay them.
 #
-# The time limit per input is 10 s for the text readers. The YAML and HDF5 readers parse a file
-# first in a child process that they stop after 10 s (YAML) or 30 s (HDF5) (core/util/isolated.h):
-# that is how the program handles a file that makes yaml-cpp or HDF5 loop, and one input of the
-# config target reads up to four files. Their limit is 75 s, so that only a hang the program does
-# not stop itself is a finding.
+# The time limit per input is 10 s for the text and YAML readers. The HDF5 readers parse a file
+# first in a child process that they stop after 30 s (core/util/isolated.h): that is how the
+# program handles a file that makes HDF5 loop. Their limit is 75 s, so that only a hang the
+# program does not stop itself is a finding.
 set -euo pipefail
 
 if (($# < 4)); then
@@ -48,7 +47,7 @@ trap 'rm -rf "$TMPDIR"' EXIT
 
 time_limit() {
   case $1 in
-    corpus | bleu) echo 10 ;;
+    corpus | bleu | config | cluster) echo 10 ;;
     *) echo 75 ;;
   esac
 }

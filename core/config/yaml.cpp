@@ -1,12 +1,13 @@
 // load_yaml_file: yaml-cpp behind limits on size, depth, expanded size and duplicate keys.
 #include "core/config/yaml.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "core/config/config.h"
-#include "core/util/isolated.h"
 
 namespace attnlab::config {
 namespace {
@@ -69,6 +70,40 @@ void check_node(const YAML::Node& node, const std::string& path, const std::stri
   }
 }
 
+// Counts a stream's documents, up to two, without building them. yaml-cpp 0.7 reads some
+// malformed text (a file holding only ",") as an endless stream of empty documents, so
+// YAML::LoadAll never returns on it; the count stops at the second document, which is an error
+// whatever it holds.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ == 2) second_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  int documents() const { return documents_; }
+  const YAML::Mark& second() const { return second_; }
+
+ private:
+  int documents_ = 0;
+  YAML::Mark second_ = YAML::Mark::null_mark();
+};
+
+ConfigError syntax_error(const std::string& path, const YAML::Exception& error) {
+  return ConfigError(path + ":" + std::to_string(error.mark.line + 1) + ":" +
+                     std::to_string(error.mark.column + 1) + ": YAML syntax error: " + error.msg);
+}
+
 }  // namespace
 
 YAML::Node load_yaml_file(const std::string& path) {
@@ -84,37 +119,24 @@ YAML::Node load_yaml_file(const std::string& path) {
   if (text.find('\0') != std::string::npos) {
     throw ConfigError(path + ": holds a NUL byte: not a YAML text file");
   }
-  // yaml-cpp 0.7 loops forever on some malformed files (a file holding only "," is one, found by
-  // fuzzing): the text is parsed first in a child process that is stopped after a few seconds.
-  // Its syntax errors are left to the parse below, which reports them with their location.
+  YAML::Node root;
   try {
-    run_in_child(
-        [&] {
-          try {
-            YAML::LoadAll(text);
-          } catch (const YAML::Exception&) {
-          }
-        },
-        path, kYamlParseSeconds);
-  } catch (const Error& error) {
-    std::string reason = error.what();
-    if (reason.rfind(path + ": ", 0) == 0) reason.erase(0, path.size() + 2);
-    throw ConfigError(path + ": yaml-cpp failed on this file: " + reason +
-                      "; check its syntax (e.g. a stray ',' or bracket)");
-  }
-  std::vector<YAML::Node> documents;
-  try {
-    documents = YAML::LoadAll(text);
+    std::istringstream stream(text);
+    YAML::Parser parser(stream);
+    DocumentCounter counter;
+    while (counter.documents() < 2 && parser.HandleNextDocument(counter)) {
+    }
+    if (counter.documents() > 1) {
+      const YAML::Mark& mark = counter.second();
+      throw ConfigError(path + ":" + std::to_string(mark.line + 1) + ":" +
+                        std::to_string(mark.column + 1) +
+                        ": a second YAML document ('---', or text after the end of the first, "
+                        "such as a stray ','); one file holds one document");
+    }
+    if (counter.documents() == 1) root = YAML::Load(text);
   } catch (const YAML::Exception& error) {
-    throw ConfigError(path + ":" + std::to_string(error.mark.line + 1) + ":" +
-                      std::to_string(error.mark.column + 1) + ": YAML syntax error: " + error.msg);
+    throw syntax_error(path, error);
   }
-  if (documents.size() > 1) {
-    throw ConfigError(at(path, documents[1]) +
-                      ": a second YAML document ('---'); one file holds "
-                      "one document");
-  }
-  const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
   size_t nodes = 0;
   check_node(root, path, text, 0, nodes);
   return root;

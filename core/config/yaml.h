@@ -25,8 +25,6 @@ namespace attnlab::config {
 inline constexpr size_t kMaxYamlBytes = 4u << 20;
 inline constexpr int kMaxYamlDepth = 64;
 inline constexpr size_t kMaxYamlNodes = 200000;
-// A 4 MiB file parses in well under a second; longer means yaml-cpp is looping.
-inline constexpr double kYamlParseSeconds = 10.0;
 // Quoted scalars are unterminated-quote-checked too: yaml-cpp reads `name: "abc` to the end of
 // the file as a string.
 YAML::Node load_yaml_file(const std::string& path);
