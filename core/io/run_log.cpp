@@ -17,6 +17,7 @@
 #include "core/util/clock.h"
 #include "core/util/files.h"
 #include "core/util/isolated.h"
+#include "core/util/wire.h"
 
 namespace attnlab::io {
 
@@ -368,13 +369,98 @@ RunContents read_run_in_process(const std::string& path) {
   return run;
 }
 
+void put_series(wire::Writer& out, const SeriesData& series) {
+  out.put_int(series.rows);
+  out.put_int(static_cast<int64_t>(series.columns.size()));
+  for (size_t c = 0; c < series.columns.size(); ++c) {
+    out.put_string(series.columns[c]);
+    out.put_doubles(series.values[c]);
+  }
+}
+
+SeriesData get_series(wire::Reader& in) {
+  SeriesData series;
+  series.rows = in.get_int();
+  const size_t columns = in.get_count(2 * sizeof(int64_t));
+  for (size_t c = 0; c < columns; ++c) {
+    series.columns.push_back(in.get_string());
+    series.values.push_back(in.get_doubles());
+  }
+  return series;
+}
+
+std::string encode(const RunContents& run) {
+  wire::Writer out;
+  const RunInfo& info = run.info;
+  for (const std::string* text :
+       {&info.run_id, &info.sweep_id, &info.config_yaml, &info.command_line, &info.attnlab_version,
+        &info.git_commit, &info.created, &info.host}) {
+    out.put_string(*text);
+  }
+  for (int64_t number : {info.world_size, info.threads, info.seed, run.schema_version,
+                         static_cast<int64_t>(run.status)}) {
+    out.put_int(number);
+  }
+  out.put_int(static_cast<int64_t>(run.config.size()));
+  for (const auto& [key, value] : run.config) {
+    out.put_string(key);
+    out.put_string(value);
+  }
+  put_series(out, run.train);
+  put_series(out, run.eval);
+  out.put_int(static_cast<int64_t>(run.summary_numbers.size()));
+  for (const auto& [name, value] : run.summary_numbers) {
+    out.put_string(name);
+    out.put_double(value);
+  }
+  out.put_int(static_cast<int64_t>(run.summary_texts.size()));
+  for (const auto& [name, value] : run.summary_texts) {
+    out.put_string(name);
+    out.put_string(value);
+  }
+  return out.bytes();
+}
+
+RunContents decode(const std::string& bytes) {
+  wire::Reader in(bytes);
+  RunContents run;
+  RunInfo& info = run.info;
+  for (std::string* text : {&info.run_id, &info.sweep_id, &info.config_yaml, &info.command_line,
+                            &info.attnlab_version, &info.git_commit, &info.created, &info.host}) {
+    *text = in.get_string();
+  }
+  for (int64_t* number : {&info.world_size, &info.threads, &info.seed, &run.schema_version}) {
+    *number = in.get_int();
+  }
+  run.status = static_cast<RunStatus>(in.get_int());
+  const size_t entries = in.get_count(2 * sizeof(int64_t));
+  for (size_t i = 0; i < entries; ++i) {
+    std::string key = in.get_string();
+    run.config.emplace_back(std::move(key), in.get_string());
+  }
+  run.train = get_series(in);
+  run.eval = get_series(in);
+  const size_t numbers = in.get_count(sizeof(int64_t) + sizeof(double));
+  for (size_t i = 0; i < numbers; ++i) {
+    std::string name = in.get_string();
+    run.summary_numbers[name] = in.get_double();
+  }
+  const size_t texts = in.get_count(2 * sizeof(int64_t));
+  for (size_t i = 0; i < texts; ++i) {
+    std::string name = in.get_string();
+    run.summary_texts[name] = in.get_string();
+  }
+  CHECK(in.done()) << "encoded run: " << bytes.size() << " bytes, more than it holds";
+  return run;
+}
+
 }  // namespace
 
 RunContents read_run(const std::string& path) {
-  // A damaged file can crash HDF5 itself; the first read happens in a child process, so that such
-  // a file is an Error here, not a crash of status, sweep or the trainer.
-  run_in_child([&] { read_run_in_process(path); }, path);
-  return read_run_in_process(path);
+  // A damaged file can crash HDF5 itself: the file is read in a child process, which hands back
+  // what it read, so that such a file is an Error here, not a crash of status, sweep or the
+  // trainer, and HDF5 never parses it in this process.
+  return decode(run_in_child_for_bytes([&] { return encode(read_run_in_process(path)); }, path));
 }
 
 }  // namespace attnlab::io

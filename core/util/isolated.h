@@ -9,11 +9,15 @@
 
 namespace attnlab {
 
-// Runs `body` in a forked child and returns when it completed normally. Throws Error
-// "<what>: <reason>" when the child threw an Error (its message), died of a signal (a crash
-// inside a library reading damaged bytes), or did not finish in `timeout_seconds` (it is killed).
-// The child shares nothing with the caller afterwards: whatever `body` computes is discarded, so
-// the caller repeats the work in-process once it is known to be safe.
+// Runs `body` in a forked child and returns the bytes it returned, once it completed normally.
+// Throws Error "<what>: <reason>" when the child threw an Error (its message), died of a signal
+// (a crash inside a library reading damaged bytes), or did not finish in `timeout_seconds` (it
+// is killed). The child shares nothing else with the caller: a reader encodes what it read
+// (core/util/wire.h) so that the damaged bytes are parsed once, in the child, and never in the
+// caller's process.
+std::string run_in_child_for_bytes(const std::function<std::string()>& body,
+                                   const std::string& what, double timeout_seconds = 30.0);
+// The same for a body that only checks (its result is whether it completed).
 void run_in_child(const std::function<void()>& body, const std::string& what,
                   double timeout_seconds = 30.0);
 
