@@ -1,8 +1,6 @@
 // load_yaml_file: yaml-cpp behind limits on size, depth, expanded size and duplicate keys.
 #include "core/config/yaml.h"
 
-#include <yaml-cpp/eventhandler.h>
-
 #include <fstream>
 #include <set>
 #include <sstream>

@@ -6,9 +6,11 @@
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdangling-pointer"
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 #pragma GCC diagnostic pop
 #else
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 #endif
 
