@@ -247,6 +247,221 @@ void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last) {
   log.set_summary("openblas_core", blas::core_name());
 }
 
+// How a run starts. Rank 0 decides from the run directory and broadcasts it, so that every rank
+// takes the same path.
+enum class StartKind : int64_t { kFresh = 0, kResume = 1, kAlreadyCompleted = 2 };
+
+struct RunStart {
+  StartKind kind = StartKind::kFresh;
+  std::string dir;              // the run directory (a new <out>.N when --force restarts)
+  std::string checkpoint_path;  // kResume: the newest valid checkpoint
+  bool new_log = false;         // rank 0: run.h5 was unreadable, is kept aside, and starts anew
+  // Rank 0 holds the run directory's lock until it exits: a second trainer on it stops here.
+  std::vector<std::unique_ptr<DirectoryLock>> locks;
+};
+
+// Rank 0's look at the run directory: a completed run is left alone (or, with --force, started
+// again in a new directory), anything else resumes from its newest valid checkpoint or starts.
+void inspect_run_directory(const RunRequest& request, RunStart& start) {
+  const std::string log_path = start.dir + "/run.h5";
+  fs::create_directories(start.dir);
+  start.locks.push_back(std::make_unique<DirectoryLock>(start.dir));
+  if (!fs::exists(log_path)) return;
+  // A log that cannot be read, in a directory with an intact checkpoint, is kept aside; the run
+  // resumes from that checkpoint with a new log (the earlier series stay in the kept file only).
+  std::optional<io::RunContents> existing;
+  try {
+    existing = io::read_run(log_path);
+  } catch (const Error& error) {
+    // Without a checkpoint of its own this may not be a run of ours at all: leave it.
+    if (newest_valid_checkpoint(start.dir, request.config.model, nullptr).empty()) throw;
+    const std::string kept = fresh_directory(log_path + ".damaged");
+    fs::rename(log_path, kept);
+    std::fprintf(stderr,
+                 "attnlab: %s cannot be read (%s); it is kept as %s and the run resumes from its "
+                 "newest intact checkpoint with a new log\n",
+                 log_path.c_str(), error.what(), kept.c_str());
+    start.new_log = true;
+  }
+  if (existing && existing->status == io::RunStatus::completed) {
+    if (!request.force) {
+      start.kind = StartKind::kAlreadyCompleted;
+      return;
+    }
+    start.dir = fresh_directory(start.dir);
+    fs::create_directories(start.dir);
+    start.locks.push_back(std::make_unique<DirectoryLock>(start.dir));
+    return;
+  }
+  std::string warning;
+  start.checkpoint_path = newest_valid_checkpoint(start.dir, request.config.model, &warning);
+  if (!warning.empty()) std::fprintf(stderr, "attnlab: %s\n", warning.c_str());
+  start.kind = start.checkpoint_path.empty() ? StartKind::kFresh : StartKind::kResume;
+  if (start.checkpoint_path.empty() && fs::exists(log_path)) {
+    // Killed before its first checkpoint: keep the old log beside the new one.
+    const std::string kept = fresh_directory(log_path);
+    fs::rename(log_path, kept);
+    std::fprintf(stderr,
+                 "attnlab: %s has no checkpoint to resume from; starting again (the old log is "
+                 "kept as %s)\n",
+                 start.dir.c_str(), kept.c_str());
+  }
+}
+
+RunStart decide_start(const RunRequest& request, dist::Comm& comm) {
+  RunStart start;
+  start.dir = request.out_dir;
+  if (comm.rank() == 0) inspect_run_directory(request, start);
+  int64_t kind = static_cast<int64_t>(start.kind);
+  comm.broadcast(&kind, 1, 0);
+  start.kind = static_cast<StartKind>(kind);
+  comm.broadcast_string(start.dir, 0);
+  comm.broadcast_string(start.checkpoint_path, 0);
+  return start;
+}
+
+// Restores the trainer from the start's checkpoint (every rank) and opens rank 0's log: the
+// resumed run.h5 cut back to the checkpoint's step, or a new one. Other ranks get no log.
+std::unique_ptr<io::RunLog> restore_and_open_log(const RunRequest& request, const RunStart& start,
+                                                 Trainer& trainer, dist::Comm& comm) {
+  const bool lead = comm.rank() == 0;
+  std::unique_ptr<io::RunLog> log;
+  const std::string log_path = start.dir + "/run.h5";
+  if (start.kind == StartKind::kResume) {
+    const CheckpointState state = load_checkpoint(start.checkpoint_path, trainer);
+    trainer.restore(state.step, state.tokens, state.position);
+    trainer.stopping().restore(state.stopping);
+    trainer.restore_train_seconds(state.train_seconds);
+    if (lead && !start.new_log) {
+      log = std::make_unique<io::RunLog>(io::RunLog::resume(log_path, state.step));
+    }
+    if (lead) {
+      std::fprintf(stderr, "attnlab: resuming %s from step %ld\n", start.dir.c_str(),
+                   static_cast<long>(state.step));
+    }
+  }
+  if (lead && !log) {
+    const ExperimentConfig& config = request.config;
+    io::RunInfo info;
+    info.run_id = request.run_id.empty() ? fs::path(start.dir).filename().string() : request.run_id;
+    info.sweep_id = request.sweep_id;
+    info.world_size = comm.size();
+    info.threads = config.cluster.threads_per_rank;
+    info.seed = static_cast<int64_t>(config.seed);
+    info.config_yaml = config::dump_yaml(config, false);
+    info.command_line = request.command_line;
+    log = std::make_unique<io::RunLog>(io::RunLog::create(log_path, info, config::flatten(config)));
+  }
+  return log;
+}
+
+// What the training loop reports, and where it goes: rank 0 logs steps, evaluations and
+// diagnostics to run.h5, prints progress, and writes checkpoints; every rank keeps the last
+// evaluation (the final summary may reuse it).
+struct RunReporting {
+  const RunRequest& request;
+  const std::string& dir;
+  Trainer& trainer;
+  io::RunLog* log;  // rank 0 only
+  Progress& progress;
+  bool lead;
+  EvalRow last_eval;
+
+  // Attention entropy and logit variance on the first dev batch (at initialisation and every
+  // log.diagnostics_every steps).
+  void log_attention(int64_t step) const {
+    const auto& dev = trainer.data().dev_batches();
+    if (!lead || trainer.config().log.diagnostics_every <= 0 || dev.empty()) return;
+    const AttentionStatistics stats = attention_statistics(trainer.model(), dev.front());
+    const std::vector<int64_t> shape{static_cast<int64_t>(stats.labels.size()), stats.heads};
+    log->append_diagnostic("attention_entropy", step, shape, stats.entropy, stats.labels);
+    log->append_diagnostic("attention_logit_variance", step, shape, stats.logit_variance,
+                           stats.labels);
+  }
+
+  TrainerCallbacks callbacks() {
+    const ExperimentConfig& config = trainer.config();
+    TrainerCallbacks callbacks;
+    callbacks.on_step = [this, &config](const TrainRow& row) {
+      if (lead && config.log.every > 0 &&
+          (row.step % config.log.every == 0 || row.step == config.train.steps)) {
+        log->append_train(train_row(row));
+      }
+      if (lead && !request.quiet) progress.on_step(row);
+      const int64_t diagnostics_every = config.log.diagnostics_every;
+      if (diagnostics_every > 0 && row.step % diagnostics_every == 0) log_attention(row.step);
+    };
+    callbacks.on_eval = [this](const EvalRow& row) {
+      last_eval = row;
+      if (!lead) return;
+      log->append_eval(eval_row(row));
+      if (!request.quiet) progress.on_eval(row);
+    };
+    callbacks.on_best = [this](int64_t) {
+      if (lead) save_best_checkpoint(dir, trainer);
+    };
+    callbacks.on_checkpoint = [this, &config](int64_t) {
+      if (lead) save_checkpoint(dir, trainer, config.train.keep_checkpoints);
+    };
+    // Per-layer gradient norms at the diagnostics interval.
+    callbacks.on_gradients = [this](int64_t step) {
+      if (!lead) return;
+      const LayerValues norms = layer_gradient_norms(trainer.model());
+      log->append_diagnostic("grad_norm", step, {static_cast<int64_t>(norms.values.size())},
+                             norms.values, norms.labels);
+      const LayerValues scores = attention_score_gradient_norms(trainer.model());
+      log->append_diagnostic("qk_grad_norm", step, {static_cast<int64_t>(scores.values.size())},
+                             scores.values, scores.labels);
+    };
+    return callbacks;
+  }
+};
+
+// After the loop: the final evaluation on the parameters eval.checkpoint / eval.average_last
+// choose, the summary and attention maps, and the completed status (rank 0), in the order the
+// fault points name so that a kill between any two resumes to the same summary.
+void finish_run(RunReporting& reporting) {
+  Trainer& trainer = reporting.trainer;
+  const bool lead = reporting.lead;
+  if (lead && !reporting.request.quiet && trainer.stop_reason() != StopReason::kSteps) {
+    const StopState& stopping = trainer.stopping().state();
+    std::fprintf(
+        stderr,
+        "attnlab: stopped by %s at step %ld (%.2f epochs); best dev loss %.4f at step %ld\n",
+        to_string(trainer.stop_reason()), static_cast<long>(trainer.step()),
+        trainer.data().epochs(), stopping.best_loss, static_cast<long>(stopping.best_step));
+  }
+  fault_point("final_checkpoint");
+  // The evaluation of the last step is reused when it scored those very parameters; a run
+  // resumed from its final checkpoint has none and evaluates again.
+  const FinalParameters final_parameters = load_final_parameters(trainer, reporting.dir, lead);
+  const EvalConfig& eval_config = trainer.config().eval;
+  const bool final_bleu = eval_config.final_bleu || eval_config.bleu_during_training;
+  const EvalRow& last_eval = reporting.last_eval;
+  EvalRow final_eval = last_eval;
+  if (final_parameters.step != trainer.step() || last_eval.step != trainer.step() ||
+      final_parameters.averaged ||
+      (final_bleu && last_eval.bleu < 0 && trainer.data().has_text())) {
+    final_eval = trainer.evaluate(true, final_bleu);
+    final_eval.step = final_parameters.step;
+  }
+  fault_point("final_evaluation");
+  if (!lead) return;
+  io::RunLog& log = *reporting.log;
+  write_summary(trainer, log, final_eval);
+  log.set_summary("final_checkpoint", final_parameters.description);
+  write_attention_probes(trainer, log);
+  fault_point("summary");
+  log.set_status(io::RunStatus::completed);
+  std::printf("run %s completed (%s): dev ppl %.4f from the %s parameters", reporting.dir.c_str(),
+              to_string(trainer.stop_reason()), final_eval.ppl,
+              final_parameters.description.c_str());
+  if (final_eval.accuracy >= 0)
+    std::printf(", exact-match accuracy %.2f%%", 100.0 * final_eval.accuracy);
+  if (final_eval.bleu >= 0) std::printf(", dev BLEU %.2f", final_eval.bleu);
+  std::printf("\nlog: %s/run.h5\n", reporting.dir.c_str());
+}
+
 }  // namespace
 
 void install_stop_signals() {
@@ -262,161 +477,35 @@ void install_stop_signals() {
 }
 
 int run_training(const RunRequest& request, dist::Comm& comm) {
-  ExperimentConfig config = request.config;
+  const ExperimentConfig& config = request.config;
   config::validate(config);
   const bool lead = comm.rank() == 0;
   const int threads = static_cast<int>(config.cluster.threads_per_rank);
   blas::set_threads(threads);
   omp_set_num_threads(threads);
 
-  std::string dir = request.out_dir;
-  const std::string log_path = dir + "/run.h5";
-  // Every rank must take the same decision, so rank 0 decides and broadcasts it.
-  int64_t decision[2] = {0, 0};  // {0 fresh | 1 resume | 2 done, checkpoint step}
-  std::string checkpoint_path;
-  // Rank 0 holds the run directory's lock until it exits: a second trainer on it stops here.
-  std::vector<std::unique_ptr<DirectoryLock>> locks;
-  bool new_log = false;  // rank 0: resume with a fresh run.h5 (the old one was damaged)
-  if (lead) {
-    fs::create_directories(dir);
-    locks.push_back(std::make_unique<DirectoryLock>(dir));
-    if (fs::exists(log_path)) {
-      // A log that cannot be read, in a directory with an intact checkpoint, is kept aside; the
-      // run resumes from that checkpoint with a new log (the earlier series stay in the kept
-      // file only).
-      std::optional<io::RunContents> existing;
-      try {
-        existing = io::read_run(log_path);
-      } catch (const Error& error) {
-        // Without a checkpoint of its own this may not be a run of ours at all: leave it.
-        if (newest_valid_checkpoint(dir, config.model, nullptr).empty()) throw;
-        const std::string kept = fresh_directory(log_path + ".damaged");
-        fs::rename(log_path, kept);
-        std::fprintf(stderr,
-                     "attnlab: %s cannot be read (%s); it is kept as %s and the run resumes "
-                     "from its newest intact checkpoint with a new log\n",
-                     log_path.c_str(), error.what(), kept.c_str());
-        new_log = true;
-      }
-      if (existing && existing->status == io::RunStatus::completed && !request.force) {
-        decision[0] = 2;
-      } else if (existing && existing->status == io::RunStatus::completed) {
-        dir = fresh_directory(dir);
-        fs::create_directories(dir);
-        locks.push_back(std::make_unique<DirectoryLock>(dir));
-      } else {
-        std::string warning;
-        checkpoint_path = newest_valid_checkpoint(dir, config.model, &warning);
-        if (!warning.empty()) std::fprintf(stderr, "attnlab: %s\n", warning.c_str());
-        decision[0] = checkpoint_path.empty() ? 0 : 1;
-        if (checkpoint_path.empty() && fs::exists(log_path)) {
-          // Killed before its first checkpoint: keep the old log beside the new one.
-          const std::string kept = fresh_directory(log_path);
-          fs::rename(log_path, kept);
-          std::fprintf(stderr,
-                       "attnlab: %s has no checkpoint to resume from; starting again "
-                       "(the old log is kept as %s)\n",
-                       dir.c_str(), kept.c_str());
-        }
-      }
-    }
-  }
-  comm.broadcast(decision, 2, 0);
-  comm.broadcast_string(dir, 0);
-  comm.broadcast_string(checkpoint_path, 0);
-  if (decision[0] == 2) {
+  RunStart start = decide_start(request, comm);
+  if (start.kind == StartKind::kAlreadyCompleted) {
     if (lead)
       std::printf("%s is already completed; nothing to do (--force starts it again)\n",
-                  dir.c_str());
+                  start.dir.c_str());
     return 0;
   }
   if (lead) {
-    fs::create_directories(dir + "/ckpt");
+    fs::create_directories(start.dir + "/ckpt");
     const std::string kernel_note = blas::kernel_warning();
     if (!kernel_note.empty()) std::fprintf(stderr, "attnlab: warning: %s\n", kernel_note.c_str());
   }
 
   Trainer trainer(config, make_source(config), comm);
-  std::unique_ptr<io::RunLog> log;
-  if (!checkpoint_path.empty()) {
-    const CheckpointState state = load_checkpoint(checkpoint_path, trainer);
-    trainer.restore(state.step, state.tokens, state.position);
-    trainer.stopping().restore(state.stopping);
-    trainer.restore_train_seconds(state.train_seconds);
-    if (lead && !new_log) {
-      log = std::make_unique<io::RunLog>(io::RunLog::resume(dir + "/run.h5", state.step));
-    }
-    if (lead) {
-      std::fprintf(stderr, "attnlab: resuming %s from step %ld\n", dir.c_str(),
-                   static_cast<long>(state.step));
-    }
-  }
-  if (lead && !log) {
-    io::RunInfo info;
-    info.run_id = request.run_id.empty() ? fs::path(dir).filename().string() : request.run_id;
-    info.sweep_id = request.sweep_id;
-    info.world_size = comm.size();
-    info.threads = threads;
-    info.seed = static_cast<int64_t>(config.seed);
-    info.config_yaml = config::dump_yaml(config, false);
-    info.command_line = request.command_line;
-    log = std::make_unique<io::RunLog>(
-        io::RunLog::create(dir + "/run.h5", info, config::flatten(config)));
-  }
+  const std::unique_ptr<io::RunLog> log = restore_and_open_log(request, start, trainer, comm);
   if (lead) describe_corpus(trainer.data(), *log, request.quiet);
 
   const bool interactive = isatty(fileno(stderr)) != 0;
   Progress progress(stderr, interactive, config.train.steps, trainer.step());
-  EvalRow last_eval;
-  TrainerCallbacks callbacks;
-  callbacks.on_step = [&](const TrainRow& row) {
-    if (!lead) return;
-    if (config.log.every > 0 &&
-        (row.step % config.log.every == 0 || row.step == config.train.steps)) {
-      log->append_train(train_row(row));
-    }
-    if (!request.quiet) progress.on_step(row);
-  };
-  callbacks.on_eval = [&](const EvalRow& row) {
-    last_eval = row;
-    if (!lead) return;
-    log->append_eval(eval_row(row));
-    if (!request.quiet) progress.on_eval(row);
-  };
-  callbacks.on_best = [&](int64_t) {
-    if (lead) save_best_checkpoint(dir, trainer);
-  };
-  callbacks.on_checkpoint = [&](int64_t step) {
-    if (lead) save_checkpoint(dir, trainer, config.train.keep_checkpoints);
-    (void)step;
-  };
-  // Diagnostics (rank 0): per-layer gradient norms at the interval, attention entropy and logit
-  // variance on the first dev batch at initialisation and at the interval.
-  const int64_t diagnostics_every = config.log.diagnostics_every;
-  auto log_attention = [&](int64_t step) {
-    const auto& dev = trainer.data().dev_batches();
-    if (!lead || diagnostics_every <= 0 || dev.empty()) return;
-    const AttentionStatistics stats = attention_statistics(trainer.model(), dev.front());
-    const std::vector<int64_t> shape{static_cast<int64_t>(stats.labels.size()), stats.heads};
-    log->append_diagnostic("attention_entropy", step, shape, stats.entropy, stats.labels);
-    log->append_diagnostic("attention_logit_variance", step, shape, stats.logit_variance,
-                           stats.labels);
-  };
-  callbacks.on_gradients = [&](int64_t step) {
-    if (!lead) return;
-    const LayerValues norms = layer_gradient_norms(trainer.model());
-    log->append_diagnostic("grad_norm", step, {static_cast<int64_t>(norms.values.size())},
-                           norms.values, norms.labels);
-    const LayerValues scores = attention_score_gradient_norms(trainer.model());
-    log->append_diagnostic("qk_grad_norm", step, {static_cast<int64_t>(scores.values.size())},
-                           scores.values, scores.labels);
-  };
-  auto on_step = callbacks.on_step;
-  callbacks.on_step = [&, on_step](const TrainRow& row) {
-    on_step(row);
-    if (diagnostics_every > 0 && row.step % diagnostics_every == 0) log_attention(row.step);
-  };
-  if (trainer.step() == 0) log_attention(0);
+  RunReporting reporting{request, start.dir, trainer, log.get(), progress, lead, {}};
+  const TrainerCallbacks callbacks = reporting.callbacks();
+  if (trainer.step() == 0) reporting.log_attention(0);
   if (lead && !request.quiet) {
     std::fprintf(stderr, "attnlab: OpenBLAS kernel %s, %d thread(s) per rank, %d rank(s)\n",
                  blas::core_name().c_str(), threads, comm.size());
@@ -442,43 +531,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     comm.barrier();
     return kExitPreempted;
   }
-  if (lead && !request.quiet && trainer.stop_reason() != StopReason::kSteps) {
-    const StopState& stopping = trainer.stopping().state();
-    std::fprintf(
-        stderr,
-        "attnlab: stopped by %s at step %ld (%.2f epochs); best dev loss %.4f at step %ld\n",
-        to_string(trainer.stop_reason()), static_cast<long>(trainer.step()),
-        trainer.data().epochs(), stopping.best_loss, static_cast<long>(stopping.best_step));
-  }
-  fault_point("final_checkpoint");
-  // The final evaluation, on the parameters eval.checkpoint / eval.average_last choose. The
-  // evaluation of the last step is reused when it scored those very parameters; a run resumed
-  // from its final checkpoint has none and evaluates again.
-  const FinalParameters final_parameters = load_final_parameters(trainer, dir, lead);
-  const EvalConfig& eval_config = config.eval;
-  const bool final_bleu = eval_config.final_bleu || eval_config.bleu_during_training;
-  EvalRow final_eval = last_eval;
-  if (final_parameters.step != trainer.step() || last_eval.step != trainer.step() ||
-      final_parameters.averaged ||
-      (final_bleu && last_eval.bleu < 0 && trainer.data().has_text())) {
-    final_eval = trainer.evaluate(true, final_bleu);
-    final_eval.step = final_parameters.step;
-  }
-  fault_point("final_evaluation");
-  if (lead) {
-    write_summary(trainer, *log, final_eval);
-    log->set_summary("final_checkpoint", final_parameters.description);
-    write_attention_probes(trainer, *log);
-    fault_point("summary");
-    log->set_status(io::RunStatus::completed);
-    std::printf("run %s completed (%s): dev ppl %.4f from the %s parameters", dir.c_str(),
-                to_string(trainer.stop_reason()), final_eval.ppl,
-                final_parameters.description.c_str());
-    if (final_eval.accuracy >= 0)
-      std::printf(", exact-match accuracy %.2f%%", 100.0 * final_eval.accuracy);
-    if (final_eval.bleu >= 0) std::printf(", dev BLEU %.2f", final_eval.bleu);
-    std::printf("\nlog: %s/run.h5\n", dir.c_str());
-  }
+  finish_run(reporting);
   return 0;
 }
 
