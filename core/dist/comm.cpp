@@ -30,13 +30,6 @@ void Comm::broadcast_string(std::string& text, int root) {
 
 namespace {
 
-// A sum over one rank is complete the moment it starts.
-class CompletedReduce final : public PendingReduce {
- public:
-  bool test() override { return true; }
-  void wait() override {}
-};
-
 void check_local_root(int root) {
   CHECK(root == 0) << "broadcast root " << root << " does not exist in a single-process run";
 }
@@ -46,10 +39,6 @@ void check_local_root(int root) {
 void LocalComm::allreduce_sum(float*, size_t) {}
 void LocalComm::allreduce_sum(double*, size_t) {}
 void LocalComm::allreduce_sum(int64_t*, size_t) {}
-
-std::unique_ptr<PendingReduce> LocalComm::start_allreduce_sum(float*, size_t) {
-  return std::make_unique<CompletedReduce>();
-}
 
 void LocalComm::broadcast(float*, size_t, int root) { check_local_root(root); }
 void LocalComm::broadcast(double*, size_t, int root) { check_local_root(root); }

@@ -28,22 +28,6 @@ struct Chunk {
 // through one call per chunk.
 std::vector<Chunk> split_into_chunks(size_t total, size_t max_count);
 
-// A non-blocking sum that was started and may still be running. The buffer given at the start
-// must stay alive and untouched until wait() returns or test() returns true.
-class PendingReduce {
- public:
-  PendingReduce() = default;
-  PendingReduce(const PendingReduce&) = delete;
-  PendingReduce& operator=(const PendingReduce&) = delete;
-  virtual ~PendingReduce() = default;
-
-  // True once the sum is complete. Also drives progress: Open MPI advances non-blocking
-  // collectives only while the process is inside an MPI call.
-  virtual bool test() = 0;
-  // Blocks until the sum is complete.
-  virtual void wait() = 0;
-};
-
 class Comm {
  public:
   Comm() = default;
@@ -58,9 +42,6 @@ class Comm {
   virtual void allreduce_sum(float* data, size_t count) = 0;
   virtual void allreduce_sum(double* data, size_t count) = 0;
   virtual void allreduce_sum(int64_t* data, size_t count) = 0;
-
-  // Starts data[i] <- sum over ranks of data[i] and returns at once; see PendingReduce.
-  virtual std::unique_ptr<PendingReduce> start_allreduce_sum(float* data, size_t count) = 0;
 
   // data <- root's data, on every rank.
   virtual void broadcast(float* data, size_t count, int root) = 0;
@@ -88,7 +69,6 @@ class LocalComm final : public Comm {
   void allreduce_sum(float* data, size_t count) override;
   void allreduce_sum(double* data, size_t count) override;
   void allreduce_sum(int64_t* data, size_t count) override;
-  std::unique_ptr<PendingReduce> start_allreduce_sum(float* data, size_t count) override;
 
   void broadcast(float* data, size_t count, int root) override;
   void broadcast(double* data, size_t count, int root) override;

@@ -55,49 +55,6 @@ void check_mpi(int code, const char* call, int rank, int size) {
   CHECK(code == MPI_SUCCESS) << call << " failed" << where << ": " << error_text(code);
 }
 
-// Requests of one started sum (one per chunk). Completion is the completion of all of them.
-class MpiPendingReduce final : public PendingReduce {
- public:
-  MpiPendingReduce(std::vector<MPI_Request> requests, int rank, int size)
-      : requests_(std::move(requests)),
-        rank_(rank),
-        size_(size),
-        uncaught_at_start_(std::uncaught_exceptions()) {}
-
-  ~MpiPendingReduce() override {
-    if (done_) return;
-    // While an exception unwinds, the other ranks may never join this sum: waiting could hang,
-    // so the requests are left to the abort that follows (see core/dist/abort.h).
-    if (std::uncaught_exceptions() > uncaught_at_start_) return;
-    MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
-  }
-
-  bool test() override {
-    if (done_) return true;
-    int flag = 0;
-    check_mpi(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
-                          MPI_STATUSES_IGNORE),
-              "MPI_Testall", rank_, size_);
-    done_ = flag != 0;
-    return done_;
-  }
-
-  void wait() override {
-    if (done_) return;
-    check_mpi(
-        MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE),
-        "MPI_Waitall", rank_, size_);
-    done_ = true;
-  }
-
- private:
-  std::vector<MPI_Request> requests_;
-  int rank_;
-  int size_;
-  int uncaught_at_start_;
-  bool done_ = false;
-};
-
 template <typename T>
 void allreduce_chunks(T* data, size_t count, size_t max_count, MPI_Comm comm, int rank, int size) {
   for (const Chunk& chunk : split_into_chunks(count, max_count)) {
@@ -172,22 +129,6 @@ void MpiComm::allreduce_sum(double* data, size_t count) {
 }
 void MpiComm::allreduce_sum(int64_t* data, size_t count) {
   allreduce_chunks(data, count, max_count_per_call_, handles_->comm, rank_, size_);
-}
-
-std::unique_ptr<PendingReduce> MpiComm::start_allreduce_sum(float* data, size_t count) {
-  std::vector<Chunk> chunks = split_into_chunks(count, max_count_per_call_);
-  std::vector<MPI_Request> requests(chunks.size(), MPI_REQUEST_NULL);
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    const int code =
-        MPI_Iallreduce(MPI_IN_PLACE, data + chunks[i].offset, static_cast<int>(chunks[i].count),
-                       MPI_FLOAT, MPI_SUM, handles_->comm, &requests[i]);
-    if (code != MPI_SUCCESS) {
-      // Chunks already started belong to a sum that cannot complete; the error ends the job.
-      requests.resize(i);
-      check_mpi(code, "MPI_Iallreduce", rank_, size_);
-    }
-  }
-  return std::make_unique<MpiPendingReduce>(std::move(requests), rank_, size_);
 }
 
 void MpiComm::broadcast(float* data, size_t count, int root) {

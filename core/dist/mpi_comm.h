@@ -35,7 +35,6 @@ class MpiComm final : public Comm {
   void allreduce_sum(float* data, size_t count) override;
   void allreduce_sum(double* data, size_t count) override;
   void allreduce_sum(int64_t* data, size_t count) override;
-  std::unique_ptr<PendingReduce> start_allreduce_sum(float* data, size_t count) override;
 
   void broadcast(float* data, size_t count, int root) override;
   void broadcast(double* data, size_t count, int root) override;
