@@ -1,10 +1,11 @@
-// Checkpoint averaging over the trainer's checkpoint files (/params/<name> float32 tensors).
+// Checkpoint averaging over the trainer's checkpoint files (/params/<name> float32 tensors), read
+// through io::Checkpoint.
 #include "core/decode/average.h"
 
 #include <algorithm>
 
+#include "core/io/checkpoint.h"
 #include "core/io/checkpoint_dir.h"
-#include "core/io/h5.h"
 #include "core/util/check.h"
 
 namespace attnlab {
@@ -24,19 +25,24 @@ std::vector<std::string> last_checkpoints(const std::string& run_dir, int64_t co
   return paths;
 }
 
-void read_checkpoint_params(const std::string& path, const ParamTable& table, float* out) {
-  const h5::File file = h5::File::open(path, h5::Access::read);
-  CHECK(file.root().has_group("params")) << "checkpoint " << path << " has no /params group";
-  const h5::Group params = file.root().group("params");
+namespace {
+
+// The table's tensors as named views over the flat buffer `out`.
+io::Tensors param_views(const ParamTable& table, float* out) {
+  io::Tensors views;
   for (const ParamEntry& e : table.entries()) {
-    CHECK(params.has_dataset(e.name))
-        << "checkpoint " << path << ": tensor '" << e.name << "' is missing from /params";
-    const h5::Dataset dataset = params.dataset(e.name);
-    CHECK(dataset.dims() == e.shape.dims())
-        << "checkpoint " << path << ": tensor '" << e.name << "' has shape "
-        << Shape(dataset.dims()).str() << ", the model expects " << e.shape.str();
-    dataset.read_into(out + e.offset, e.shape.numel());
+    views.emplace_back(e.name, TensorView<float>(out + e.offset, e.shape));
   }
+  return views;
+}
+
+}  // namespace
+
+// Through io::Checkpoint: its schema and metadata checksum are checked on open, the group must
+// hold exactly the table's tensors with the table's shapes, and every tensor's checksum is
+// checked as it is read.
+void read_checkpoint_params(const std::string& path, const ParamTable& table, float* out) {
+  io::Checkpoint::open(path).load(io::kParamsGroup, param_views(table, out));
 }
 
 void average_checkpoints(const std::vector<std::string>& paths, const ParamTable& table,
@@ -45,18 +51,22 @@ void average_checkpoints(const std::vector<std::string>& paths, const ParamTable
   const size_t size = static_cast<size_t>(table.size());
   std::vector<double> sum(size, 0.0);
   std::vector<float> one(size);
+  std::string architecture;
   for (const std::string& path : paths) {
-    read_checkpoint_params(path, table, one.data());
+    const io::Checkpoint checkpoint = io::Checkpoint::open(path);
+    // Averaging parameters of different models is meaningless even where the shapes agree.
+    if (architecture.empty()) {
+      architecture = checkpoint.state().architecture;
+    } else {
+      checkpoint.check_architecture(architecture);
+    }
+    checkpoint.load(io::kParamsGroup, param_views(table, one.data()));
     for (size_t i = 0; i < size; ++i) sum[i] += static_cast<double>(one[i]);
   }
   const double scale = 1.0 / static_cast<double>(paths.size());
   for (size_t i = 0; i < size; ++i) out[i] = static_cast<float>(sum[i] * scale);
 }
 
-int64_t checkpoint_step(const std::string& path) {
-  const h5::File file = h5::File::open(path, h5::Access::read);
-  CHECK(file.root().has_attribute("step")) << "checkpoint " << path << " has no step attribute";
-  return file.root().get_int("step");
-}
+int64_t checkpoint_step(const std::string& path) { return io::Checkpoint::open(path).state().step; }
 
 }  // namespace attnlab

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
-#include "core/io/h5.h"
+#include "core/io/checkpoint.h"
 #include "core/util/check.h"
 
 namespace attnlab {
@@ -22,16 +24,18 @@ ParamTable small_table() {
   return table;
 }
 
-// A checkpoint file in the trainer's layout: root attribute step, /params/<name> tensors.
+// A checkpoint of `table`'s parameters as the trainer writes it (io::save_checkpoint).
 void write_checkpoint(const std::string& path, int64_t step, const ParamTable& table,
-                      const std::vector<float>& values) {
-  h5::File file = h5::File::create(path, true);
-  file.root().set_string("schema", "attnlab-checkpoint");
-  file.root().set_int("step", step);
-  h5::Group params = file.root().create_group("params");
+                      const std::vector<float>& values,
+                      const std::string& architecture = "model: small") {
+  io::CheckpointState state;
+  state.step = step;
+  state.architecture = architecture;
+  io::ConstTensors params;
   for (const ParamEntry& e : table.entries()) {
-    params.write<float>(e.name, e.shape.dims(), values.data() + e.offset, {true});
+    params.emplace_back(e.name, TensorView<const float>(values.data() + e.offset, e.shape));
   }
+  io::save_checkpoint(path, state, {{io::kParamsGroup, params}});
 }
 
 std::vector<float> flat(const ParamTable& table, const std::vector<std::vector<float>>& tensors) {
@@ -113,6 +117,41 @@ TEST_F(AverageTest, AnotherShapeIsAnErrorNamingTheTensor) {
     EXPECT_NE(message.find("'encoder.embed_tokens.weight' has shape (3,2)"), std::string::npos)
         << message;
   }
+}
+
+TEST_F(AverageTest, CheckpointsOfAnotherArchitectureAreNotAveraged) {
+  const ParamTable table = small_table();
+  const std::vector<float> zeros(static_cast<size_t>(table.size()), 0.0f);
+  write_checkpoint(ckpt(10), 10, table, zeros, "model: small\nnorm: post");
+  write_checkpoint(ckpt(20), 20, table, zeros, "model: small\nnorm: pre");
+  std::vector<float> out(static_cast<size_t>(table.size()));
+  try {
+    average_checkpoints({ckpt(10), ckpt(20)}, table, out.data());
+    FAIL() << "a post-LN and a pre-LN checkpoint were averaged";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find(ckpt(20)), std::string::npos) << message;
+    EXPECT_NE(message.find("norm: pre"), std::string::npos) << message;
+  }
+}
+
+TEST_F(AverageTest, ADamagedTensorIsAnErrorNotAverageValues) {
+  const ParamTable table = small_table();
+  write_checkpoint(ckpt(10), 10, table, std::vector<float>(static_cast<size_t>(table.size()), 1));
+  // Flip one bit of the last stored 1.0f (00 00 80 3f), inside a tensor's data: the tensor's
+  // Fletcher-32 checksum no longer matches.
+  const std::string path = ckpt(10);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = bytes.rfind(std::string("\x00\x00\x80\x3f", 4));
+  ASSERT_NE(at, std::string::npos) << "no 1.0f in " << path;
+  bytes[at + 3] = static_cast<char>(bytes[at + 3] ^ 0x01);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  std::vector<float> out(static_cast<size_t>(table.size()));
+  EXPECT_THROW(average_checkpoints({path}, table, out.data()), Error);
 }
 
 }  // namespace
