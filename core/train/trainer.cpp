@@ -27,6 +27,42 @@ LrSchedule schedule_from(const ExperimentConfig& c) {
   return s;
 }
 
+// One evaluation's sums over this rank's share of the dev batches, then over every rank.
+struct EvalSums {
+  double loss = 0.0, nll = 0.0, tokens = 0.0;  // label-smoothed loss, NLL, target tokens
+  double correct = 0.0, sentences = 0.0;       // exact-match decoding (synthetic tasks)
+
+  void allreduce(dist::Comm& comm) {
+    double values[5] = {loss, nll, tokens, correct, sentences};
+    comm.allreduce_sum(values, 5);
+    loss = values[0];
+    nll = values[1];
+    tokens = values[2];
+    correct = values[3];
+    sentences = values[4];
+  }
+};
+
+// Corpus BLEU is computed from n-gram counts summed over every sentence, so the ranks sum their
+// counts before the score.
+void allreduce(dist::Comm& comm, BleuStats& stats) {
+  constexpr int kOrders = kBleuMaxOrder;
+  int64_t counts[2 * kOrders + 2];
+  for (int n = 0; n < kOrders; ++n) {
+    counts[n] = stats.matches[static_cast<size_t>(n)];
+    counts[kOrders + n] = stats.totals[static_cast<size_t>(n)];
+  }
+  counts[2 * kOrders] = stats.hyp_length;
+  counts[2 * kOrders + 1] = stats.ref_length;
+  comm.allreduce_sum(counts, 2 * kOrders + 2);
+  for (int n = 0; n < kOrders; ++n) {
+    stats.matches[static_cast<size_t>(n)] = counts[n];
+    stats.totals[static_cast<size_t>(n)] = counts[kOrders + n];
+  }
+  stats.hyp_length = counts[2 * kOrders];
+  stats.ref_length = counts[2 * kOrders + 1];
+}
+
 }  // namespace
 
 std::atomic<bool>& Trainer::stop_requested() {
@@ -175,15 +211,15 @@ EvalRow Trainer::evaluate(bool with_accuracy, bool with_bleu_requested) {
   const auto& batches = data_->dev_batches();
   const auto& references = data_->dev_references();
   // Dev batches are sharded round-robin over ranks and the sums reduced.
-  double sums[5] = {0.0, 0.0, 0.0, 0.0, 0.0};  // loss, nll, tokens, correct, sentences
+  EvalSums sums;
   const bool with_bleu = with_bleu_requested && data_->has_text();
   BleuStats bleu;
   for (size_t b = static_cast<size_t>(rank); b < batches.size(); b += static_cast<size_t>(world)) {
     const ops::LossSums s =
         model_.forward(batches[b], static_cast<float>(config_.train.label_smoothing), false, 0);
-    sums[0] += s.loss;
-    sums[1] += s.nll;
-    sums[2] += static_cast<double>(s.tokens);
+    sums.loss += s.loss;
+    sums.nll += s.nll;
+    sums.tokens += static_cast<double>(s.tokens);
     if (with_bleu) {
       const BeamOptions options{config_.eval.beam, config_.eval.length_penalty,
                                 config_.eval.max_len_offset};
@@ -198,33 +234,18 @@ EvalRow Trainer::evaluate(bool with_accuracy, bool with_bleu_requested) {
     const int64_t longest = batches[b].tgt_length + 8;
     const auto outputs = greedy_decode(model_, batches[b], longest);
     for (size_t i = 0; i < outputs.size(); ++i) {
-      sums[3] += outputs[i] == references[b][i] ? 1.0 : 0.0;
-      sums[4] += 1.0;
+      sums.correct += outputs[i] == references[b][i] ? 1.0 : 0.0;
+      sums.sentences += 1.0;
     }
   }
-  comm_.allreduce_sum(sums, 5);
-  if (with_bleu) {
-    int64_t counts[2 * kBleuMaxOrder + 2];
-    for (int n = 0; n < kBleuMaxOrder; ++n) {
-      counts[n] = bleu.matches[static_cast<size_t>(n)];
-      counts[kBleuMaxOrder + n] = bleu.totals[static_cast<size_t>(n)];
-    }
-    counts[2 * kBleuMaxOrder] = bleu.hyp_length;
-    counts[2 * kBleuMaxOrder + 1] = bleu.ref_length;
-    comm_.allreduce_sum(counts, 2 * kBleuMaxOrder + 2);
-    for (int n = 0; n < kBleuMaxOrder; ++n) {
-      bleu.matches[static_cast<size_t>(n)] = counts[n];
-      bleu.totals[static_cast<size_t>(n)] = counts[kBleuMaxOrder + n];
-    }
-    bleu.hyp_length = counts[2 * kBleuMaxOrder];
-    bleu.ref_length = counts[2 * kBleuMaxOrder + 1];
-  }
+  sums.allreduce(comm_);
+  if (with_bleu) allreduce(comm_, bleu);
   EvalRow row;
   row.step = step_;
-  row.loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
-  row.nll = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
+  row.loss = sums.tokens > 0 ? sums.loss / sums.tokens : 0.0;
+  row.nll = sums.tokens > 0 ? sums.nll / sums.tokens : 0.0;
   row.ppl = std::exp(row.nll);
-  row.accuracy = sums[4] > 0 ? sums[3] / sums[4] : -1.0;
+  row.accuracy = sums.sentences > 0 ? sums.correct / sums.sentences : -1.0;
   if (with_bleu) row.bleu = compute_bleu(bleu).score;
   return row;
 }

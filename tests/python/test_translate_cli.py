@@ -346,3 +346,26 @@ def test_bleu_refuses_what_is_not_text_and_takes_several_references(attnlab, tmp
     assert chars["hyp_len"] == len("thecatsatonamat") + len("adogbarkedatnight")
     unknown = run_attnlab(attnlab, "bleu", ref, hyp, "--tokenize", "ja-mecab", check=False)
     assert unknown.returncode == 2 and "13a, intl, char or none" in unknown.stderr
+
+
+@pytest.mark.skipif(shutil.which("mpiexec") is None, reason="needs Open MPI's mpiexec")
+def test_dev_bleu_on_two_ranks_equals_one_rank(attnlab, tmp_path):
+    """Each rank decodes its share of the dev batches; corpus BLEU comes from the n-gram counts
+    summed over ranks, so it equals the one-rank score (a rank's counts left out would not)."""
+    work = make_workdir(tmp_path)
+    attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--set", "model.dropout=0.0",
+               "--out", "one")
+    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_hwloc_base_binding_policy": "none",
+           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    result = subprocess.run(["mpiexec", "-n", "2", str(attnlab), "train", "-c", "tiny.yaml",
+                             "--set", "model.dropout=0.0", "--set", "cluster.ranks=2",
+                             "--out", "two"], cwd=work, capture_output=True, text=True,
+                            timeout=300, env={**os.environ, **env})
+    assert result.returncode == 0, result.stderr
+    scores = []
+    for run in ("one", "two"):
+        with h5py.File(work / run / "run.h5", "r") as f:
+            scores.append(list(f["eval"]["bleu"][...]))
+    assert len(scores[0]) == 2 and scores[0] == scores[1]
+    assert scores[0][-1] > 0, "a zero BLEU would not tell a sum from a single rank's counts"
