@@ -58,7 +58,8 @@ void print_one(const ExperimentConfig& experiment, int64_t src_length, int64_t t
             << " d_model=" << m.d_model << " d_ff=" << m.d_ff << " h=" << m.heads
             << " d_k=" << m.d_k << " d_v=" << m.d_v << " vocab=" << m.vocab_size
             << (m.tie_embeddings ? " tied" : " untied") << " norm=" << to_string(m.norm)
-            << " positions=" << to_string(m.positions) << "\n\n";
+            << " norm_type=" << to_string(m.norm_type) << " positions=" << to_string(m.positions)
+            << "\n\n";
   std::cout << pad("component", 26, false) << pad("params", 14) << pad("share", 8) << "\n";
   for (const ComponentCount& count : counts) {
     std::cout << pad(count.component, 26, false) << pad(grouped(count.params), 14)
@@ -78,7 +79,8 @@ void print_one(const ExperimentConfig& experiment, int64_t src_length, int64_t t
             << (m.positions == PositionKind::kLearned ? " + 2 max_positions x d_model" : "")
             << (m.norm == NormPlacement::kPre ? " + 2 final LN" : "") << "\n"
             << "          attn = 2 (D H d_k + H d_k) + (D H d_v + H d_v) + (H d_v D + D), "
-               "ffn = 2 D F + F + D, LN = 2 D\n"
+               "ffn = 2 D F + F + D, LN = "
+            << (m.norm_type == NormType::kLayerNorm ? "2 D" : "D (RMSNorm: no bias)") << "\n"
             << "          = " << grouped(analytic_parameter_count(m))
             << " (equal to the table's count)\n\n";
   const double flops = training_flops_per_target_token(m, src_length, tgt_length);

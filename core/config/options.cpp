@@ -279,6 +279,11 @@ std::vector<Option> build_options() {
           [](NormPlacement n) { return to_string(n); },
           "post: LN(x + sublayer(x)) (the paper); pre: x + sublayer(LN(x))"),
       parsed(
+          ATTNLAB_FIELD(model.norm_type), "layernorm | rmsnorm", parse_norm_type,
+          [](NormType t) { return to_string(t); },
+          "the norm of every sub-layer: layernorm (x - mean) / std * w + b (the paper), or "
+          "rmsnorm x / rms(x) * w (no centring, no bias)"),
+      parsed(
           ATTNLAB_FIELD(model.positions), "sinusoidal | learned", parse_positions,
           [](PositionKind p) { return to_string(p); }, "position encoding added to embeddings"),
       integer(ATTNLAB_FIELD(model.max_positions), 1, kMaxSequence, "rows of the position table"),
@@ -302,7 +307,7 @@ std::vector<Option> build_options() {
               "id of the begin-of-sentence token"),
       integer(ATTNLAB_FIELD(model.eos_id), 0, std::numeric_limits<int32_t>::max(),
               "id of the end-of-sentence token"),
-      number(ATTNLAB_FIELD(model.layer_norm_eps), kPositive, "epsilon inside LayerNorm"),
+      number(ATTNLAB_FIELD(model.layer_norm_eps), kPositive, "epsilon inside LayerNorm or RMSNorm"),
 
       choice(ATTNLAB_FIELD(data.task), {"copy", "reverse", "sort", "corpus"},
              "synthetic task, or corpus for parallel text files"),

@@ -17,6 +17,25 @@ TensorView<T> view(std::vector<T>& values, Shape shape) {
   return TensorView<T>(values.data(), shape);
 }
 
+// The self-attention cache of a layer holds positions 0..t-1 as one contiguous (B,H,t,W) tensor,
+// which ops::attention_forward reads directly. Appending position t (rows (B*H,W) in `fresh`)
+// moves each head's block to its place in the (B,H,t+1,W) layout, the last head first so that no
+// block is overwritten before it has moved, and writes the new row after it.
+template <typename T>
+void append_position(std::vector<T>& cache, const std::vector<T>& fresh, int64_t heads, int64_t t,
+                     int64_t width) {
+  CHECK(static_cast<int64_t>(cache.size()) >= heads * (t + 1) * width)
+      << "decoder cache of " << cache.size() << " cannot hold " << t + 1 << " positions";
+  T* data = cache.data();
+  for (int64_t head = heads - 1; head >= 0; --head) {
+    if (head > 0) {
+      std::copy_backward(data + head * t * width, data + (head + 1) * t * width,
+                         data + head * (t + 1) * width + t * width);
+    }
+    std::copy_n(fresh.data() + head * width, width, data + (head * (t + 1) + t) * width);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -56,51 +75,32 @@ DecoderState<T>::DecoderState(Transformer<T>& model, const Batch& source, int64_
   logits_.assign(static_cast<size_t>(B * c.vocab_size), T(0));
   mean_.assign(static_cast<size_t>(B), T(0));
   rstd_.assign(static_cast<size_t>(B), T(0));
-  scores_.assign(static_cast<size_t>(std::max(max_steps, S)), T(0));
+  probs_.assign(static_cast<size_t>(B * H * std::max(max_steps, S)), T(0));
 }
 
-// out (V) = softmax(scale * q . keys[s] over visible s) values: one query against a cache.
 template <typename T>
-void DecoderState<T>::attend(const T* q, const T* keys, const T* values, int64_t key_count,
-                             int64_t key_stride, const uint8_t* padding, T scale, T* scores,
-                             T* out) const {
+void DecoderState<T>::attend_and_project(const AttentionParams& p, TensorView<const T> keys,
+                                         TensorView<const T> values, const ops::AttentionMask& mask,
+                                         TensorView<T> out) {
   const ModelConfig& c = model_.config();
-  T max_score = -INFINITY;
-  for (int64_t s = 0; s < key_count; ++s) {
-    if (padding != nullptr && padding[s] != 0) continue;
-    T dot = T(0);
-    for (int64_t j = 0; j < c.d_k; ++j) dot += q[j] * keys[s * key_stride + j];
-    scores[s] = scale * dot;
-    if (scores[s] > max_score) max_score = scores[s];
-  }
-  for (int64_t j = 0; j < c.d_v; ++j) out[j] = T(0);
-  if (max_score == -INFINITY) return;
-  T sum = T(0);
-  for (int64_t s = 0; s < key_count; ++s) {
-    if (padding != nullptr && padding[s] != 0) {
-      scores[s] = T(0);
-      continue;
-    }
-    scores[s] = std::exp(scores[s] - max_score);
-    sum += scores[s];
-  }
-  for (int64_t s = 0; s < key_count; ++s) {
-    const T weight = scores[s] / sum;
-    if (weight == T(0)) continue;
-    for (int64_t j = 0; j < c.d_v; ++j) out[j] += weight * values[s * c.d_v + j];
-  }
+  const int64_t B = batch_, H = c.heads, K = c.d_k, V = c.d_v;
+  // One query per sentence: its (B,H*K) projection is already the (B,H,1,K) heads layout, and the
+  // (B,H,1,V) heads' output is the (B,H*V) input of the output projection.
+  TensorView<T> heads_out = view(attended_, {B, H, 1, V});
+  ops::attention_forward<T>(heads_out, view(probs_, {B, H, 1, keys.dim(2)}), view(q_, {B, H, 1, K}),
+                            keys, values, mask, model_.attention_scale(p));
+  ops::linear_forward<T>(out, heads_out.reshape({B, H * V}), model_.param(p.out_weight),
+                         model_.param(p.out_bias));
 }
 
 template <typename T>
 TensorView<const T> DecoderState<T>::step(const std::vector<int32_t>& tokens) {
   const ModelConfig& c = model_.config();
   const int64_t B = batch_, S = src_length_, H = c.heads, K = c.d_k, V = c.d_v, D = c.d_model;
-  const int64_t t = position_;
+  const int64_t P = max_steps_, t = position_;
   CHECK(static_cast<int64_t>(tokens.size()) == B)
       << "decoder step needs " << B << " tokens, got " << tokens.size();
-  CHECK(t < max_steps_) << "decoder state is full after " << max_steps_ << " steps";
-  const bool pre = c.norm == NormPlacement::kPre;
-  const T eps = static_cast<T>(c.layer_norm_eps);
+  CHECK(t < P) << "decoder state is full after " << P << " steps";
   TensorView<T> x = view(x_, {B, 1, D});
   ops::embedding_forward<T>(x.reshape({B, D}), tokens.data(),
                             model_.param(model_.target_embedding_index()),
@@ -109,84 +109,51 @@ TensorView<const T> DecoderState<T>::step(const std::vector<int32_t>& tokens) {
   ops::add_positions_forward<T>(
       x, positions >= 0 ? TensorView<const T>(model_.param(positions)) : model_.sinusoids(), t);
   TensorView<T> rows_x = x.reshape({B, D});
-  auto layer_norm = [&](TensorView<T> out, TensorView<const T> inp, const LayerNormParams& p) {
-    ops::layernorm_forward<T>(out, view(mean_, {B}), view(rstd_, {B}), inp, model_.param(p.weight),
-                              model_.param(p.bias), eps);
-  };
+  const Sublayer<T>& sublayer = model_.sublayer();
+  const StepBuffers<T> buffers{
+      view(normed_, {B, D}), view(sub_, {B, D}), {view(mean_, {B}), view(rstd_, {B})}};
+  // The query at position t sees every cached position 0..t; sources hide their padding.
+  const ops::AttentionMask self_mask{};
+  const ops::AttentionMask cross_mask{src_padding_.data(), false, 0};
   for (size_t l = 0; l < model_.decoder_layers().size(); ++l) {
     const LayerParams& layer = model_.decoder_layers()[l];
-    for (int sub_index = 0; sub_index < 3; ++sub_index) {
-      const LayerNormParams& norm = sub_index == 0   ? layer.self_attn_norm
-                                    : sub_index == 1 ? layer.cross_attn_norm
-                                                     : layer.final_norm;
-      TensorView<T> f_in = rows_x;
-      if (pre) {
-        f_in = view(normed_, {B, D});
-        layer_norm(f_in, rows_x, norm);
-      }
-      TensorView<T> sub = view(sub_, {B, D});
-      if (sub_index == 2) {
-        TensorView<T> hidden = view(hidden_, {B, c.d_ff});
-        ops::linear_forward<T>(hidden, f_in, model_.param(layer.ffn.fc1_weight),
-                               model_.param(layer.ffn.fc1_bias));
-        ops::relu_forward<T>(hidden, hidden);
-        ops::linear_forward<T>(sub, hidden, model_.param(layer.ffn.fc2_weight),
-                               model_.param(layer.ffn.fc2_bias));
-      } else {
-        const AttentionParams& p = sub_index == 0 ? layer.self_attn : layer.cross_attn;
-        const T scale = model_.attention_scale(p);
-        TensorView<T> q = view(q_, {B, H * K});
-        ops::linear_forward<T>(q, f_in, model_.param(p.q_weight), model_.param(p.q_bias));
-        if (sub_index == 0) {
-          ops::linear_forward<T>(view(k_, {B, H * K}), f_in, model_.param(p.k_weight),
-                                 model_.param(p.k_bias));
-          ops::linear_forward<T>(view(v_, {B, H * V}), f_in, model_.param(p.v_weight),
-                                 model_.param(p.v_bias));
-          for (int64_t b = 0; b < B; ++b) {
-            for (int64_t h = 0; h < H; ++h) {
-              T* key_slot = self_k_[l].data() + ((b * H + h) * max_steps_ + t) * K;
-              T* value_slot = self_v_[l].data() + ((b * H + h) * max_steps_ + t) * V;
-              for (int64_t j = 0; j < K; ++j)
-                key_slot[j] = k_[static_cast<size_t>(b * H * K + h * K + j)];
-              for (int64_t j = 0; j < V; ++j)
-                value_slot[j] = v_[static_cast<size_t>(b * H * V + h * V + j)];
-            }
-          }
-        }
-        for (int64_t b = 0; b < B; ++b) {
-          for (int64_t h = 0; h < H; ++h) {
-            const T* query = q_.data() + b * H * K + h * K;
-            T* out = attended_.data() + b * H * V + h * V;
-            if (sub_index == 0) {
-              const size_t head = static_cast<size_t>((b * H + h) * max_steps_);
-              attend(query, self_k_[l].data() + head * static_cast<size_t>(K),
-                     self_v_[l].data() + head * static_cast<size_t>(V), t + 1, K, nullptr, scale,
-                     scores_.data(), out);
-            } else {
-              const size_t head = static_cast<size_t>((b * H + h) * S);
-              attend(query, cross_k_[l].data() + head * static_cast<size_t>(K),
-                     cross_v_[l].data() + head * static_cast<size_t>(V), S, K,
-                     src_padding_.data() + b * S, scale, scores_.data(), out);
-            }
-          }
-        }
-        ops::linear_forward<T>(sub, view(attended_, {B, H * V}), model_.param(p.out_weight),
-                               model_.param(p.out_bias));
-      }
-      // pre: x = x + sub; post: x = LN(x + sub).
-      if (pre) {
-        ops::residual_forward<T>(rows_x, rows_x, sub);
-      } else {
-        TensorView<T> sum = view(normed_, {B, D});
-        ops::residual_forward<T>(sum, rows_x, sub);
-        layer_norm(rows_x, sum, norm);
-      }
-    }
+    auto self_attention = [&](TensorView<const T> f_in, TensorView<T> out) {
+      const AttentionParams& p = layer.self_attn;
+      ops::linear_forward<T>(view(q_, {B, H * K}), f_in, model_.param(p.q_weight),
+                             model_.param(p.q_bias));
+      ops::linear_forward<T>(view(k_, {B, H * K}), f_in, model_.param(p.k_weight),
+                             model_.param(p.k_bias));
+      ops::linear_forward<T>(view(v_, {B, H * V}), f_in, model_.param(p.v_weight),
+                             model_.param(p.v_bias));
+      append_position(self_k_[l], k_, B * H, t, K);
+      append_position(self_v_[l], v_, B * H, t, V);
+      attend_and_project(p, view(self_k_[l], {B, H, t + 1, K}), view(self_v_[l], {B, H, t + 1, V}),
+                         self_mask, out);
+    };
+    auto cross_attention = [&](TensorView<const T> f_in, TensorView<T> out) {
+      const AttentionParams& p = layer.cross_attn;
+      ops::linear_forward<T>(view(q_, {B, H * K}), f_in, model_.param(p.q_weight),
+                             model_.param(p.q_bias));
+      attend_and_project(p, view(cross_k_[l], {B, H, S, K}), view(cross_v_[l], {B, H, S, V}),
+                         cross_mask, out);
+    };
+    auto ffn = [&](TensorView<const T> f_in, TensorView<T> out) {
+      TensorView<T> hidden = view(hidden_, {B, c.d_ff});
+      ops::linear_forward<T>(hidden, f_in, model_.param(layer.ffn.fc1_weight),
+                             model_.param(layer.ffn.fc1_bias));
+      ops::relu_forward<T>(hidden, hidden);
+      ops::linear_forward<T>(out, hidden, model_.param(layer.ffn.fc2_weight),
+                             model_.param(layer.ffn.fc2_bias));
+    };
+    sublayer.step(rows_x, model_.norm_weights(layer.self_attn_norm), self_attention, buffers);
+    sublayer.step(rows_x, model_.norm_weights(layer.cross_attn_norm), cross_attention, buffers);
+    sublayer.step(rows_x, model_.norm_weights(layer.final_norm), ffn, buffers);
   }
   TensorView<T> final_x = rows_x;
-  if (pre) {
-    final_x = view(normed_, {B, D});
-    layer_norm(final_x, rows_x, model_.final_norm(true));
+  if (sublayer.pre_norm()) {
+    final_x = buffers.norm_io;
+    sublayer.norm_forward(final_x, buffers.stats, rows_x,
+                          model_.norm_weights(model_.final_norm(true)));
   }
   const int bias_index = model_.output_bias_index();
   ops::linear_forward<T>(
@@ -201,8 +168,10 @@ void DecoderState<T>::reorder(const std::vector<int64_t>& rows) {
   const ModelConfig& c = model_.config();
   const int64_t H = c.heads, K = c.d_k, V = c.d_v, S = src_length_;
   const int64_t new_batch = static_cast<int64_t>(rows.size());
-  auto gather = [&](std::vector<T>& buffer, int64_t per_sentence) {
-    std::vector<T> gathered(static_cast<size_t>(new_batch * per_sentence));
+  // Copies each kept sentence's `per_sentence` values (its part of a contiguous (B,...) tensor)
+  // into a buffer with room for `capacity` values per sentence.
+  auto gather = [&](std::vector<T>& buffer, int64_t per_sentence, int64_t capacity) {
+    std::vector<T> gathered(static_cast<size_t>(new_batch * capacity));
     for (int64_t i = 0; i < new_batch; ++i) {
       const int64_t row = rows[static_cast<size_t>(i)];
       CHECK(row >= 0 && row < batch_) << "reorder row " << row << " outside [0, " << batch_ << ")";
@@ -212,10 +181,10 @@ void DecoderState<T>::reorder(const std::vector<int64_t>& rows) {
     buffer.swap(gathered);
   };
   for (size_t l = 0; l < self_k_.size(); ++l) {
-    gather(self_k_[l], H * max_steps_ * K);
-    gather(self_v_[l], H * max_steps_ * V);
-    gather(cross_k_[l], H * S * K);
-    gather(cross_v_[l], H * S * V);
+    gather(self_k_[l], H * position_ * K, H * max_steps_ * K);
+    gather(self_v_[l], H * position_ * V, H * max_steps_ * V);
+    gather(cross_k_[l], H * S * K, H * S * K);
+    gather(cross_v_[l], H * S * V, H * S * V);
   }
   std::vector<uint8_t> padding(static_cast<size_t>(new_batch * S));
   for (int64_t i = 0; i < new_batch; ++i) {
@@ -233,6 +202,7 @@ void DecoderState<T>::reorder(const std::vector<int64_t>& rows) {
     logits_.assign(static_cast<size_t>(new_batch * c.vocab_size), T(0));
     mean_.assign(static_cast<size_t>(new_batch), T(0));
     rstd_.assign(static_cast<size_t>(new_batch), T(0));
+    probs_.assign(static_cast<size_t>(new_batch * H * std::max(max_steps_, S)), T(0));
   }
   batch_ = new_batch;
 }

@@ -26,17 +26,21 @@ class DecoderState {
   void reorder(const std::vector<int64_t>& rows);
 
  private:
-  // scores: scratch of key_count values.
-  void attend(const T* q, const T* keys, const T* values, int64_t key_count, int64_t key_stride,
-              const uint8_t* padding, T scale, T* scores, T* out) const;
+  // out (B,D) = the output projection of attention from the projected queries q_ (B,H*K) over
+  // keys (B,H,L,K) and values (B,H,L,V) under `mask`.
+  void attend_and_project(const AttentionParams& p, TensorView<const T> keys,
+                          TensorView<const T> values, const ops::AttentionMask& mask,
+                          TensorView<T> out);
 
   Transformer<T>& model_;
   int64_t batch_, src_length_, max_steps_, position_ = 0;
-  std::vector<uint8_t> src_padding_;               // (B,S)
-  std::vector<std::vector<T>> self_k_, self_v_;    // per layer (B,H,P,K) and (B,H,P,V)
+  std::vector<uint8_t> src_padding_;  // (B,S)
+  // Per layer, the keys and values of the positions so far, (B,H,t,K) and (B,H,t,V), in buffers
+  // with room for P positions.
+  std::vector<std::vector<T>> self_k_, self_v_;
   std::vector<std::vector<T>> cross_k_, cross_v_;  // per layer (B,H,S,K) and (B,H,S,V)
   std::vector<T> x_, normed_, q_, k_, v_, attended_, sub_, hidden_, logits_, mean_, rstd_;
-  std::vector<T> scores_;  // (max(P,S)): one query's attention scores, reused by every head
+  std::vector<T> probs_;  // (B,H,1,max(P,S)): one query's attention probabilities per head
 };
 
 }  // namespace attnlab

@@ -38,6 +38,17 @@ void ModelConfig::validate() const {
 
 std::string to_string(NormPlacement norm) { return norm == NormPlacement::kPost ? "post" : "pre"; }
 
+std::string to_string(NormType type) {
+  return type == NormType::kLayerNorm ? "layernorm" : "rmsnorm";
+}
+
+NormType parse_norm_type(const std::string& text) {
+  if (text == "layernorm") return NormType::kLayerNorm;
+  if (text == "rmsnorm") return NormType::kRmsNorm;
+  CHECK(false) << "model.norm_type '" << text << "' must be 'layernorm' (the paper) or 'rmsnorm'";
+  return NormType::kLayerNorm;
+}
+
 std::string to_string(PositionKind positions) {
   return positions == PositionKind::kSinusoidal ? "sinusoidal" : "learned";
 }

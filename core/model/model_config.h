@@ -10,6 +10,9 @@ namespace attnlab {
 
 // post: LN(x + sublayer(x)) (the paper); pre: x + sublayer(LN(x)).
 enum class NormPlacement { kPost, kPre };
+// layernorm: (x - mean) / sqrt(var + eps) * w + b (the paper);
+// rmsnorm: x / sqrt(mean(x^2) + eps) * w, no centring and no bias (Zhang & Sennrich 2019).
+enum class NormType { kLayerNorm, kRmsNorm };
 enum class PositionKind { kSinusoidal, kLearned };
 // How attention is computed (the same function either way, to float round-off):
 // standard: the full (B,H,T,S) probabilities are stored for backward (core/ops/attention.cpp);
@@ -28,6 +31,7 @@ struct ModelConfig {
   double dropout = 0.1;            // P_drop on sub-layer outputs and embedding sums
   double attention_dropout = 0.0;  // dropout on attention probabilities
   NormPlacement norm = NormPlacement::kPost;
+  NormType norm_type = NormType::kLayerNorm;
   PositionKind positions = PositionKind::kSinusoidal;
   int64_t max_positions = 1024;    // rows of the position table
   AttentionScale attention_scale;  // rsqrt_dk | none | inv_dk | <number> | learned
@@ -38,7 +42,7 @@ struct ModelConfig {
   int32_t pad_id = 0;
   int32_t bos_id = 1;
   int32_t eos_id = 2;
-  double layer_norm_eps = 1e-5;
+  double layer_norm_eps = 1e-5;  // eps of every norm, LayerNorm or RMSNorm
 
   // Fills d_k/d_v left at 0 with d_model / heads.
   void resolve_defaults();
@@ -47,8 +51,10 @@ struct ModelConfig {
 };
 
 std::string to_string(NormPlacement norm);
+std::string to_string(NormType type);
 std::string to_string(PositionKind positions);
 NormPlacement parse_norm(const std::string& text);      // "post" | "pre"
+NormType parse_norm_type(const std::string& text);      // "layernorm" | "rmsnorm"
 PositionKind parse_positions(const std::string& text);  // "sinusoidal" | "learned"
 std::string to_string(AttentionKernel kernel);
 AttentionKernel parse_attention_kernel(const std::string& text);  // "standard" | "tiled"

@@ -42,7 +42,7 @@ Count parameter_formula(const ModelConfig& c) {
   const Count attention = 2 * (D * H * K + H * K) + (D * H * V + H * V) + (H * V * D + D) +
                           (c.attention_scale.learned() ? 1 : 0);
   const Count ffn = (D * F + F) + (F * D + D);
-  const Count layer_norm = 2 * D;
+  const Count layer_norm = (c.norm_type == NormType::kLayerNorm ? 2 : 1) * D;  // RMSNorm: no bias
   const Count encoder_layer = attention + ffn + 2 * layer_norm;
   const Count decoder_layer = 2 * attention + ffn + 3 * layer_norm;
   Count total = static_cast<Count>(c.encoder_layers) * encoder_layer +

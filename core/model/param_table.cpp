@@ -27,9 +27,12 @@ void add_attention(ParamTable& table, const ModelConfig& c, const std::string& p
   }
 }
 
-void add_layer_norm(ParamTable& table, const ModelConfig& c, const std::string& prefix) {
+// A norm's gain, and a bias for LayerNorm (RMSNorm has none).
+void add_norm(ParamTable& table, const ModelConfig& c, const std::string& prefix) {
   table.add(prefix + ".weight", {c.d_model}, "norms", ParamInit::kOnes);
-  table.add(prefix + ".bias", {c.d_model}, "norms", ParamInit::kZeros);
+  if (c.norm_type == NormType::kLayerNorm) {
+    table.add(prefix + ".bias", {c.d_model}, "norms", ParamInit::kZeros);
+  }
 }
 
 void add_ffn(ParamTable& table, const ModelConfig& c, const std::string& prefix,
@@ -61,21 +64,21 @@ ParamTable::ParamTable(const ModelConfig& c) {
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
     const std::string layer = "encoder.layers." + std::to_string(i);
     add_attention(*this, c, layer + ".self_attn", "encoder.attention");
-    add_layer_norm(*this, c, layer + ".self_attn_layer_norm");
+    add_norm(*this, c, layer + ".self_attn_layer_norm");
     add_ffn(*this, c, layer, "encoder.ffn");
-    add_layer_norm(*this, c, layer + ".final_layer_norm");
+    add_norm(*this, c, layer + ".final_layer_norm");
   }
-  if (c.norm == NormPlacement::kPre) add_layer_norm(*this, c, "encoder.layer_norm");
+  if (c.norm == NormPlacement::kPre) add_norm(*this, c, "encoder.layer_norm");
   for (int64_t i = 0; i < c.decoder_layers; ++i) {
     const std::string layer = "decoder.layers." + std::to_string(i);
     add_attention(*this, c, layer + ".self_attn", "decoder.self_attention");
-    add_layer_norm(*this, c, layer + ".self_attn_layer_norm");
+    add_norm(*this, c, layer + ".self_attn_layer_norm");
     add_attention(*this, c, layer + ".encoder_attn", "decoder.cross_attention");
-    add_layer_norm(*this, c, layer + ".encoder_attn_layer_norm");
+    add_norm(*this, c, layer + ".encoder_attn_layer_norm");
     add_ffn(*this, c, layer, "decoder.ffn");
-    add_layer_norm(*this, c, layer + ".final_layer_norm");
+    add_norm(*this, c, layer + ".final_layer_norm");
   }
-  if (c.norm == NormPlacement::kPre) add_layer_norm(*this, c, "decoder.layer_norm");
+  if (c.norm == NormPlacement::kPre) add_norm(*this, c, "decoder.layer_norm");
 }
 
 int ParamTable::add(const std::string& name, Shape shape, const std::string& component,

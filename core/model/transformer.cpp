@@ -23,10 +23,6 @@ AttentionParams attention_params(const ParamTable& t, const std::string& prefix,
   return p;
 }
 
-LayerNormParams norm_params(const ParamTable& t, const std::string& prefix) {
-  return {t.index_of(prefix + ".weight"), t.index_of(prefix + ".bias")};
-}
-
 FfnParams ffn_params(const ParamTable& t, const std::string& prefix) {
   return {t.index_of(prefix + ".fc1.weight"), t.index_of(prefix + ".fc1.bias"),
           t.index_of(prefix + ".fc2.weight"), t.index_of(prefix + ".fc2.bias")};
@@ -35,7 +31,8 @@ FfnParams ffn_params(const ParamTable& t, const std::string& prefix) {
 }  // namespace
 
 template <typename T>
-Transformer<T>::Transformer(const ModelConfig& config, uint64_t init_seed) : config_(config) {
+Transformer<T>::Transformer(const ModelConfig& config, uint64_t init_seed)
+    : config_(config), sublayer_(config) {
   config_.resolve_defaults();
   config_.validate();
   table_ = ParamTable(config_);
@@ -77,7 +74,7 @@ Transformer<T>::Transformer(const ModelConfig& config, uint64_t init_seed) : con
     p.final_norm = norm_params(table_, layer + ".final_layer_norm");
     decoder_.push_back(p);
   }
-  if (config_.norm == NormPlacement::kPre) {
+  if (sublayer_.pre_norm()) {
     encoder_final_norm_ = norm_params(table_, "encoder.layer_norm");
     decoder_final_norm_ = norm_params(table_, "decoder.layer_norm");
   }
@@ -91,6 +88,16 @@ Transformer<T>::Transformer(const ModelConfig& config, uint64_t init_seed) : con
 template <typename T>
 void Transformer<T>::zero_grads() {
   std::memset(grads_.data(), 0, grads_.size() * sizeof(T));
+}
+
+template <typename T>
+NormWeights<T> Transformer<T>::norm_weights(const NormParams& p) {
+  NormWeights<T> weights{param(p.weight), {}, table_.view(grads_.data(), p.weight), {}};
+  if (p.bias >= 0) {
+    weights.bias = param(p.bias);
+    weights.dbias = table_.view(grads_.data(), p.bias);
+  }
+  return weights;
 }
 
 template <typename T>
@@ -183,7 +190,6 @@ void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length
   const int64_t B = batch, S = src_length, T_ = tgt_length, D = c.d_model, H = c.heads;
   const int64_t K = c.d_k, V = c.d_v, F = c.d_ff, N = c.vocab_size;
   const int64_t L = S > T_ ? S : T_;
-  const bool pre = c.norm == NormPlacement::kPre;
   const bool tiled_kernel = tiled();
   auto carve_attention = [&](AttentionActivations<T>& a, int64_t queries, int64_t keys) {
     a.q_heads = arena_.take({B, H, queries, K});
@@ -197,12 +203,7 @@ void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length
     a.combined = arena_.take({B, queries, H * V});
   };
   auto carve_sublayer = [&](SublayerActivations<T>& s, int64_t length, int64_t keys, bool ffn) {
-    if (pre) s.normed = arena_.take({B, length, D});
-    if (!pre) s.residual_sum = arena_.take({B, length, D});
-    s.mean = arena_.take({B * length});
-    s.rstd = arena_.take({B * length});
-    s.sub_out = arena_.take({B, length, D});
-    s.out = arena_.take({B, length, D});
+    sublayer_.carve(arena_, s, {B, length, D});
     if (ffn) {
       s.hidden = arena_.take({B, length, F});
     } else {
@@ -216,10 +217,9 @@ void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length
       if (decoder) carve_sublayer(layer[1], length, S, false);
       carve_sublayer(layer.back(), length, 0, true);
     }
-    if (pre) {
+    if (sublayer_.pre_norm()) {
       st.final_normed = arena_.take({B, length, D});
-      st.final_mean = arena_.take({B * length});
-      st.final_rstd = arena_.take({B * length});
+      st.final_stats = sublayer_.carve_stats(arena_, B * length);
       st.output = st.final_normed;
     } else {
       st.output = st.layers.back().back().out;
@@ -384,14 +384,14 @@ void Transformer<T>::attention_backward(AttentionActivations<T>& a, const Attent
 
 template <typename T>
 void Transformer<T>::ffn_forward(SublayerActivations<T>& s, const FfnParams& p,
-                                 TensorView<const T> x) {
+                                 TensorView<const T> x, TensorView<T> out) {
   const int64_t D = config_.d_model, F = config_.d_ff;
   const int64_t rows = x.numel() / D;
   TensorView<T> hidden = s.hidden.reshape({rows, F});
   ops::linear_forward<T>(hidden, x.reshape({rows, D}), in(param(p.fc1_weight)),
                          in(param(p.fc1_bias)));
   ops::relu_forward<T>(hidden, in(hidden));
-  ops::linear_forward<T>(s.sub_out.reshape({rows, D}), in(hidden), in(param(p.fc2_weight)),
+  ops::linear_forward<T>(out.reshape({rows, D}), in(hidden), in(param(p.fc2_weight)),
                          in(param(p.fc2_bias)));
 }
 

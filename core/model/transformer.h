@@ -13,6 +13,7 @@
 #include "core/model/arena.h"
 #include "core/model/model_config.h"
 #include "core/model/param_table.h"
+#include "core/model/sublayer.h"
 #include "core/ops/ops.h"
 
 namespace attnlab {
@@ -21,19 +22,16 @@ namespace attnlab {
 struct AttentionParams {
   int q_weight, q_bias, k_weight, k_bias, v_weight, v_bias, out_weight, out_bias, scale = -1;
 };
-struct LayerNormParams {
-  int weight, bias;
-};
 struct FfnParams {
   int fc1_weight, fc1_bias, fc2_weight, fc2_bias;
 };
 struct LayerParams {
   AttentionParams self_attn;
-  LayerNormParams self_attn_norm;
+  NormParams self_attn_norm;
   AttentionParams cross_attn;  // decoder only
-  LayerNormParams cross_attn_norm;
+  NormParams cross_attn_norm;
   FfnParams ffn;
-  LayerNormParams final_norm;
+  NormParams final_norm;
 };
 
 // Saved activations of one attention block. Queries come from a (B,T,D) input, keys and values
@@ -48,14 +46,9 @@ struct AttentionActivations {
   TensorView<T> combined;   // (B,T,H*V) the heads' outputs joined: out_proj's input
 };
 
-// One residual sub-layer: post-LN y = LN(x + drop(f(x))); pre-LN y = x + drop(f(LN(x))).
+// One residual sub-layer (core/model/sublayer.h) and what its function f saves.
 template <typename T>
-struct SublayerActivations {
-  TensorView<T> normed;        // (B,L,D) pre-LN: LN(x), the sub-layer's input; unused for post-LN
-  TensorView<T> residual_sum;  // (B,L,D) post-LN: x + drop(f(x)), the norm's input
-  TensorView<T> mean, rstd;    // (B*L) saved by the norm
-  TensorView<T> sub_out;       // (B,L,D) f(.) after dropout
-  TensorView<T> out;           // (B,L,D) y
+struct SublayerActivations : ResidualActivations<T> {
   AttentionActivations<T> attention;
   TensorView<T> hidden;  // (B,L,F) FFN: relu(fc1(.))
 };
@@ -64,7 +57,8 @@ template <typename T>
 struct StackActivations {
   TensorView<T> embedded;  // (B,L,D) scale * embedding + positions, after dropout
   std::vector<std::vector<SublayerActivations<T>>> layers;  // [layer][sublayer]
-  TensorView<T> final_normed, final_mean, final_rstd;       // pre-LN final norm
+  TensorView<T> final_normed;                               // (B,L,D) pre-LN final norm
+  NormStats<T> final_stats;
   TensorView<T> output;  // (B,L,D) the stack's output (a view of one of the above)
 };
 
@@ -104,9 +98,13 @@ class Transformer {
   // source padding in source_padding(), for incremental decoding.
   TensorView<const T> encode(const Batch& batch);
   const std::vector<uint8_t>& source_padding() const { return src_padding_; }
-  const LayerNormParams& final_norm(bool decoder) const {
+  const NormParams& final_norm(bool decoder) const {
     return decoder ? decoder_final_norm_ : encoder_final_norm_;
   }
+  // The residual sub-layer unit: norm placement and type.
+  const Sublayer<T>& sublayer() const { return sublayer_; }
+  // A norm's parameters and gradients as views.
+  NormWeights<T> norm_weights(const NormParams& p);
 
   // Logits of the last forward, (B*T, N) as log-probabilities.
   TensorView<const T> log_probs() const { return log_probs_; }
@@ -152,17 +150,19 @@ class Transformer {
   bool tiled() const { return config_.attention == AttentionKernel::kTiled; }
   // Tiled kernel: fills probe_ with every block's probabilities (once per forward).
   void compute_probe_probabilities() const;
-  void ffn_forward(SublayerActivations<T>& s, const FfnParams& p, TensorView<const T> x);
+  void ffn_forward(SublayerActivations<T>& s, const FfnParams& p, TensorView<const T> x,
+                   TensorView<T> out);
   void ffn_backward(SublayerActivations<T>& s, const FfnParams& p, TensorView<const T> x,
                     TensorView<T> dout, TensorView<T> dx, bool accumulate);
 
   ModelConfig config_;
+  Sublayer<T> sublayer_;
   ParamTable table_;
   std::vector<T> params_, grads_;
   std::vector<LayerParams> encoder_, decoder_;
   int src_embedding_ = -1, tgt_embedding_ = -1, output_weight_ = -1, output_bias_ = -1;
   int src_positions_ = -1, tgt_positions_ = -1;
-  LayerNormParams encoder_final_norm_{-1, -1}, decoder_final_norm_{-1, -1};
+  NormParams encoder_final_norm_, decoder_final_norm_;
   Tensor<T> sinusoids_;  // (P,D) fixed table (sinusoidal positions only)
 
   // Workspace, carved for the current batch shape.

@@ -1,8 +1,10 @@
 // The Transformer's stacks in order: forward (embed, layers, output, loss) and backward in the
-// exact reverse order. Each residual sub-layer is
-//   post-LN (the paper): y = LN(x + drop(f(x)))      pre-LN: y = x + drop(f(LN(x)))
+// exact reverse order. Each residual sub-layer runs through the Sublayer unit
+// (core/model/sublayer.h), which applies its norm, dropout and residual around the sub-layer's
+// function: self-attention, cross-attention or the FFN.
 // Legend: B batch, S source length, T target length, D d_model, N vocabulary, L stack length.
 #include <cstring>
+#include <utility>
 
 #include "core/model/transformer.h"
 #include "core/util/rng.h"
@@ -27,18 +29,19 @@ TensorView<T> sublayer_input(StackActivations<T>& acts, size_t layer, size_t sub
   return acts.embedded;
 }
 
+// The norm of a layer's self-attention, cross-attention or FFN sub-layer.
+const NormParams& sublayer_norm(const LayerParams& p, bool is_ffn, bool is_cross) {
+  return is_ffn ? p.final_norm : (is_cross ? p.cross_attn_norm : p.self_attn_norm);
+}
+
 }  // namespace
 
 template <typename T>
 void Transformer<T>::stack_forward(StackActivations<T>& acts,
                                    const std::vector<LayerParams>& layers, bool decoder,
                                    bool training, uint64_t seed) {
-  const bool pre = config_.norm == NormPlacement::kPre;
   const int stack = decoder ? 1 : 0;
-  const T eps = static_cast<T>(config_.layer_norm_eps);
   const float p_drop = training ? static_cast<float>(config_.dropout) : 0.0f;
-  const int64_t length = decoder ? tgt_length_ : src_length_;
-  const int64_t rows = batch_ * length, D = config_.d_model;
   const ops::AttentionMask self_mask = attention_mask(stack);
   const ops::AttentionMask cross_mask = attention_mask(2);
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -46,46 +49,30 @@ void Transformer<T>::stack_forward(StackActivations<T>& acts,
     const size_t sublayers = acts.layers[i].size();
     for (size_t j = 0; j < sublayers; ++j) {
       SublayerActivations<T>& s = acts.layers[i][j];
-      TensorView<T> x = sublayer_input(acts, i, j);
       const bool is_ffn = j + 1 == sublayers;
       const bool is_cross = decoder && j == 1;
-      const LayerNormParams& norm =
-          is_ffn ? p.final_norm : (is_cross ? p.cross_attn_norm : p.self_attn_norm);
-      TensorView<T> f_in = x;
-      if (pre) {
-        ops::layernorm_forward<T>(s.normed.reshape({rows, D}), s.mean, s.rstd,
-                                  in(x.reshape({rows, D})), in(param(norm.weight)),
-                                  in(param(norm.bias)), eps);
-        f_in = s.normed;
-      }
       const int64_t layer = static_cast<int64_t>(i);
       const int sub = static_cast<int>(j);
-      if (is_ffn) {
-        ffn_forward(s, p.ffn, in(f_in));
-      } else if (is_cross) {
-        attention_forward(s.attention, p.cross_attn, in(f_in), in(enc_.output), cross_mask,
-                          s.sub_out, training, site_key(seed, stack, layer, sub, kAttentionProbs));
-      } else {
-        attention_forward(s.attention, p.self_attn, in(f_in), in(f_in), self_mask, s.sub_out,
-                          training, site_key(seed, stack, layer, sub, kAttentionProbs));
-      }
-      ops::dropout_forward<T>(s.sub_out, in(s.sub_out), p_drop,
-                              site_key(seed, stack, layer, sub, kSublayer));
-      if (pre) {
-        ops::residual_forward<T>(s.out, in(x), in(s.sub_out));
-      } else {
-        ops::residual_forward<T>(s.residual_sum, in(x), in(s.sub_out));
-        ops::layernorm_forward<T>(s.out.reshape({rows, D}), s.mean, s.rstd,
-                                  in(s.residual_sum.reshape({rows, D})), in(param(norm.weight)),
-                                  in(param(norm.bias)), eps);
-      }
+      const uint64_t probs_key = site_key(seed, stack, layer, sub, kAttentionProbs);
+      auto f = [&](TensorView<const T> f_in, TensorView<T> f_out) {
+        if (is_ffn) {
+          ffn_forward(s, p.ffn, f_in, f_out);
+        } else if (is_cross) {
+          attention_forward(s.attention, p.cross_attn, f_in, in(enc_.output), cross_mask, f_out,
+                            training, probs_key);
+        } else {
+          attention_forward(s.attention, p.self_attn, f_in, f_in, self_mask, f_out, training,
+                            probs_key);
+        }
+      };
+      sublayer_.forward(s, in(sublayer_input(acts, i, j)),
+                        norm_weights(sublayer_norm(p, is_ffn, is_cross)), f, p_drop,
+                        site_key(seed, stack, layer, sub, kSublayer));
     }
   }
-  if (pre) {
-    const LayerNormParams& norm = decoder ? decoder_final_norm_ : encoder_final_norm_;
-    ops::layernorm_forward<T>(acts.final_normed.reshape({rows, D}), acts.final_mean,
-                              acts.final_rstd, in(acts.layers.back().back().out.reshape({rows, D})),
-                              in(param(norm.weight)), in(param(norm.bias)), eps);
+  if (sublayer_.pre_norm()) {
+    sublayer_.norm_forward(acts.final_normed, acts.final_stats, in(acts.layers.back().back().out),
+                           norm_weights(final_norm(decoder)));
   }
 }
 
@@ -95,86 +82,46 @@ template <typename T>
 TensorView<T> Transformer<T>::stack_backward(StackActivations<T>& acts,
                                              const std::vector<LayerParams>& layers, bool decoder,
                                              TensorView<T> dout, uint64_t seed) {
-  const bool pre = config_.norm == NormPlacement::kPre;
   const int stack = decoder ? 1 : 0;
   const float p_drop = training_ ? static_cast<float>(config_.dropout) : 0.0f;
-  const int64_t length = decoder ? tgt_length_ : src_length_;
-  const int64_t rows = batch_ * length, D = config_.d_model;
-  auto grad = [&](int index) { return table_.view(grads_.data(), index); };
-  auto flat = [&](TensorView<T> v) { return v.reshape({rows, D}); };
   const ops::AttentionMask self_mask = attention_mask(stack);
   const ops::AttentionMask cross_mask = attention_mask(2);
-  // Three (B,L,D) gradient buffers rotate: dy (the stream), and two temporaries.
-  TensorView<T> dy = dout;
-  TensorView<T> tmp_a = shaped(pool_tmp1_, dout.shape());
-  TensorView<T> tmp_b = shaped(pool_tmp2_, dout.shape());
-  if (pre) {
-    const LayerNormParams& norm = decoder ? decoder_final_norm_ : encoder_final_norm_;
-    ops::layernorm_backward<T>(flat(tmp_a), grad(norm.weight), grad(norm.bias), in(flat(dy)),
-                               in(flat(acts.layers.back().back().out)), in(param(norm.weight)),
-                               in(acts.final_mean), in(acts.final_rstd));
-    std::swap(dy, tmp_a);
+  StreamGradients<T> grads{dout, shaped(pool_tmp1_, dout.shape()),
+                           shaped(pool_tmp2_, dout.shape())};
+  if (sublayer_.pre_norm()) {
+    sublayer_.norm_backward(grads.spare_a, in(grads.stream), in(acts.layers.back().back().out),
+                            acts.final_stats, norm_weights(final_norm(decoder)), false);
+    std::swap(grads.stream, grads.spare_a);
   }
   for (size_t i = layers.size(); i-- > 0;) {
     const LayerParams& p = layers[i];
     const size_t sublayers = acts.layers[i].size();
     for (size_t j = sublayers; j-- > 0;) {
       SublayerActivations<T>& s = acts.layers[i][j];
-      TensorView<T> x = sublayer_input(acts, i, j);
       const bool is_ffn = j + 1 == sublayers;
       const bool is_cross = decoder && j == 1;
-      const LayerNormParams& norm =
-          is_ffn ? p.final_norm : (is_cross ? p.cross_attn_norm : p.self_attn_norm);
       const int64_t layer = static_cast<int64_t>(i);
       const int sub = static_cast<int>(j);
       const uint64_t probs_key = site_key(seed, stack, layer, sub, kAttentionProbs);
-      // dsub: gradient at f's output (before dropout); df_in: gradient at f's input; dx: the new
-      // dy.
-      TensorView<T> dsub, df_in, dx;
-      bool accumulate_f_in = false;
-      if (pre) {
-        dsub = tmp_a;
-        df_in = tmp_b;
-        dx = dy;  // dx = dy + LN_backward(df_in), accumulated below
-      } else {
-        // dr = LN_backward(dy); dx = dr + f_backward(drop_backward(dr)).
-        ops::layernorm_backward<T>(flat(tmp_a), grad(norm.weight), grad(norm.bias), in(flat(dy)),
-                                   in(flat(s.residual_sum)), in(param(norm.weight)), in(s.mean),
-                                   in(s.rstd));
-        dsub = tmp_b;
-        dx = tmp_a;
-        df_in = tmp_a;
-        accumulate_f_in = true;
-        ops::dropout_backward<T>(dsub, in(tmp_a), p_drop,
-                                 site_key(seed, stack, layer, sub, kSublayer));
-      }
-      if (pre) {
-        ops::dropout_backward<T>(dsub, in(dy), p_drop,
-                                 site_key(seed, stack, layer, sub, kSublayer));
-      }
-      TensorView<T> f_in = pre ? s.normed : x;
-      if (is_ffn) {
-        ffn_backward(s, p.ffn, in(f_in), dsub, df_in, accumulate_f_in);
-      } else if (is_cross) {
-        attention_backward(s.attention, p.cross_attn, in(f_in), in(enc_.output), dsub, df_in,
-                           accumulate_f_in, d_enc_output_, cross_mask, training_, probs_key);
-      } else {
-        attention_backward(s.attention, p.self_attn, in(f_in), in(f_in), dsub, df_in,
-                           accumulate_f_in, df_in, self_mask, training_, probs_key);
-      }
-      if (pre) {
-        ops::layernorm_backward<T>(flat(dx), grad(norm.weight), grad(norm.bias), in(flat(df_in)),
-                                   in(flat(x)), in(param(norm.weight)), in(s.mean), in(s.rstd),
-                                   true);
-      } else {
-        // The old dy buffer becomes a temporary.
-        tmp_a = dy;
-        dy = dx;
-        continue;
-      }
+      auto f_backward = [&](TensorView<const T> f_in, TensorView<T> df_out, TensorView<T> df_in,
+                            bool accumulate) {
+        if (is_ffn) {
+          ffn_backward(s, p.ffn, f_in, df_out, df_in, accumulate);
+        } else if (is_cross) {
+          attention_backward(s.attention, p.cross_attn, f_in, in(enc_.output), df_out, df_in,
+                             accumulate, d_enc_output_, cross_mask, training_, probs_key);
+        } else {
+          // Queries, keys and values all read f_in: their gradients add up in df_in.
+          attention_backward(s.attention, p.self_attn, f_in, f_in, df_out, df_in, accumulate, df_in,
+                             self_mask, training_, probs_key);
+        }
+      };
+      sublayer_.backward(s, in(sublayer_input(acts, i, j)),
+                         norm_weights(sublayer_norm(p, is_ffn, is_cross)), f_backward, grads,
+                         p_drop, site_key(seed, stack, layer, sub, kSublayer));
     }
   }
-  return dy;
+  return grads.stream;
 }
 
 template <typename T>

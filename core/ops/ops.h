@@ -83,6 +83,23 @@ void layernorm_backward(TensorView<T> dinp,          // (M,D), assigned (or += i
                         TensorView<const T> rstd,    // (M)
                         bool accumulate = false);
 
+// ---- RMS norm (rmsnorm.cpp): out = x * rstd * weight, rstd = 1/sqrt(mean(x^2) + eps) over the
+// last axis; no centring and no bias.
+template <typename T>
+void rmsnorm_forward(TensorView<T> out,           // (M,D)
+                     TensorView<T> rstd,          // (M), saved
+                     TensorView<const T> inp,     // (M,D)
+                     TensorView<const T> weight,  // (D)
+                     T eps = T(1e-5));
+template <typename T>
+void rmsnorm_backward(TensorView<T> dinp,          // (M,D), assigned (or += if accumulate)
+                      TensorView<T> dweight,       // (D), +=
+                      TensorView<const T> dout,    // (M,D)
+                      TensorView<const T> inp,     // (M,D)
+                      TensorView<const T> weight,  // (D)
+                      TensorView<const T> rstd,    // (M)
+                      bool accumulate = false);
+
 // ---- relu (relu.cpp): out = max(0, inp); in place allowed.
 template <typename T>
 void relu_forward(TensorView<T> out, TensorView<const T> inp);

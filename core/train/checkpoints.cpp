@@ -12,7 +12,11 @@ namespace attnlab {
 namespace {
 
 // The architecture-defining part of the config: a checkpoint loads only into the same one.
+// norm_type appears only when it is not layernorm, so that checkpoints written before the key
+// existed (all layernorm) keep their architecture text.
 std::string architecture(const ModelConfig& m) {
+  const std::string norm_type =
+      m.norm_type == NormType::kLayerNorm ? "" : "\nnorm_type: " + to_string(m.norm_type);
   return "layers: " + std::to_string(m.encoder_layers) + "+" + std::to_string(m.decoder_layers) +
          "\nd_model: " + std::to_string(m.d_model) + "\nd_ff: " + std::to_string(m.d_ff) +
          "\nheads: " + std::to_string(m.heads) + "\nd_k: " + std::to_string(m.d_k) +
@@ -22,7 +26,7 @@ std::string architecture(const ModelConfig& m) {
          "\nattention_scale: " + m.attention_scale.str() +
          "\ntie_embeddings: " + (m.tie_embeddings ? "true" : "false") +
          "\noutput_bias: " + (m.output_bias ? "true" : "false") +
-         "\nvocab_size: " + std::to_string(m.vocab_size);
+         "\nvocab_size: " + std::to_string(m.vocab_size) + norm_type;
 }
 
 template <typename View, typename Pointer>

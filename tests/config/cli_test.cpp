@@ -167,6 +167,10 @@ TEST(Cli, ParamsReproducesTheAnalyticCountsOfTable3) {
   Result with_bias = run("params -c experiments/base.yaml --set model.output_bias=true");
   ASSERT_EQ(with_bias.exit_code, 0) << with_bias.err;
   EXPECT_NE(with_bias.out.find("63,119,496"), std::string::npos) << with_bias.out;  // + 37000
+  // RMSNorm drops the bias of each of the 6 x 2 + 6 x 3 = 30 norms: 30 x 512 = 15,360 fewer.
+  Result rms_norm = run("params -c experiments/base.yaml --set model.norm_type=rmsnorm");
+  ASSERT_EQ(rms_norm.exit_code, 0) << rms_norm.err;
+  EXPECT_NE(rms_norm.out.find("63,067,136  (63.07M)"), std::string::npos) << rms_norm.out;
 }
 
 }  // namespace

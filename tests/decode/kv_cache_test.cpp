@@ -26,11 +26,14 @@ ModelConfig small_config(NormPlacement norm, PositionKind positions) {
   return c;
 }
 
-class KvCache : public ::testing::TestWithParam<std::tuple<NormPlacement, PositionKind>> {};
+using Variant = std::tuple<NormPlacement, NormType, PositionKind>;
+class KvCache : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(KvCache, IncrementalLogitsEqualFullDecoderOnEveryPrefix) {
-  const auto [norm, positions] = GetParam();
-  Transformer<double> model(small_config(norm, positions), 11);
+  const auto [norm, norm_type, positions] = GetParam();
+  ModelConfig config = small_config(norm, positions);
+  config.norm_type = norm_type;
+  Transformer<double> model(config, 11);
   Batch source;
   source.size = 2;
   source.src_length = 6;
@@ -72,6 +75,7 @@ TEST_P(KvCache, IncrementalLogitsEqualFullDecoderOnEveryPrefix) {
 INSTANTIATE_TEST_SUITE_P(
     Variants, KvCache,
     ::testing::Combine(::testing::Values(NormPlacement::kPost, NormPlacement::kPre),
+                       ::testing::Values(NormType::kLayerNorm, NormType::kRmsNorm),
                        ::testing::Values(PositionKind::kSinusoidal, PositionKind::kLearned)));
 
 TEST(KvCache, ReorderKeepsTheSelectedSentences) {
@@ -80,17 +84,22 @@ TEST(KvCache, ReorderKeepsTheSelectedSentences) {
   source.size = 2;
   source.src_length = 3;
   source.src = {3, 4, 2, 5, 2, 0};
-  DecoderState<double> both(model, source, 4);
+  // Two positions cached before the reorder and two after, so that the kept caches grow again.
+  DecoderState<double> both(model, source, 5);
   both.step({1, 1});
+  both.step({8, 9});
   both.reorder({1, 1, 0});
-  TensorView<const double> reordered = both.step({6, 7, 6});
+  both.step({6, 7, 6});
+  TensorView<const double> reordered = both.step({3, 4, 5});
   Batch second;
   second.size = 1;
   second.src_length = 3;
   second.src = {5, 2, 0};
-  DecoderState<double> alone(model, second, 4);
+  DecoderState<double> alone(model, second, 5);
   alone.step({1});
-  TensorView<const double> expected = alone.step({7});
+  alone.step({9});
+  alone.step({7});
+  TensorView<const double> expected = alone.step({4});
   for (int64_t j = 0; j < 13; ++j) EXPECT_NEAR(reordered[13 + j], expected[j], 1e-12);
 }
 

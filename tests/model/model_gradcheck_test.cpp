@@ -1,5 +1,6 @@
 // Whole-model central-difference gradient check in double precision, over every combination of
-// norm placement, position kind and attention scale mode, with padding in source and target.
+// norm placement, norm type, position kind and attention scale mode, with padding in source and
+// target.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -43,13 +44,14 @@ Batch tiny_batch() {
   return b;
 }
 
-using Combination = std::tuple<NormPlacement, PositionKind, std::string, double>;
+using Combination = std::tuple<NormPlacement, NormType, PositionKind, std::string, double>;
 
 class ModelGradCheck : public ::testing::TestWithParam<Combination> {};
 
 TEST_P(ModelGradCheck, EveryParameterMatchesCentralDifferences) {
-  const auto& [norm, positions, scale, dropout] = GetParam();
+  const auto& [norm, norm_type, positions, scale, dropout] = GetParam();
   ModelConfig config = tiny_config(norm, positions, scale);
+  config.norm_type = norm_type;
   config.dropout = dropout;
   config.attention_dropout = dropout;
   Transformer<double> model(config, 7);
@@ -75,14 +77,15 @@ TEST_P(ModelGradCheck, EveryParameterMatchesCentralDifferences) {
 }
 
 std::string combination_name(const ::testing::TestParamInfo<Combination>& info) {
-  const auto& [norm, positions, scale, dropout] = info.param;
-  return to_string(norm) + "_" + to_string(positions) + "_" + scale +
+  const auto& [norm, norm_type, positions, scale, dropout] = info.param;
+  return to_string(norm) + "_" + to_string(norm_type) + "_" + to_string(positions) + "_" + scale +
          (dropout > 0 ? "_dropout" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(
     AllAblations, ModelGradCheck,
     ::testing::Combine(::testing::Values(NormPlacement::kPost, NormPlacement::kPre),
+                       ::testing::Values(NormType::kLayerNorm, NormType::kRmsNorm),
                        ::testing::Values(PositionKind::kSinusoidal, PositionKind::kLearned),
                        ::testing::Values(std::string("rsqrt_dk"), std::string("none"),
                                          std::string("learned")),

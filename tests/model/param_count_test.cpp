@@ -29,21 +29,49 @@ TEST(ParamCount, TableAgreesWithFormulaAcrossAblations) {
   for (int heads : {1, 4, 16}) {
     for (bool learned : {false, true}) {
       for (bool pre : {false, true}) {
-        ModelConfig c;
-        c.heads = heads;
-        c.d_k = 512 / heads;
-        c.d_v = 512 / heads;
-        c.positions = learned ? PositionKind::kLearned : PositionKind::kSinusoidal;
-        c.norm = pre ? NormPlacement::kPre : NormPlacement::kPost;
-        c.attention_scale = AttentionScale::parse(learned ? "learned" : "rsqrt_dk");
-        c.tie_embeddings = !pre;
-        EXPECT_EQ(table_total(c), analytic_parameter_count(c)) << heads << learned << pre;
+        for (NormType norm_type : {NormType::kLayerNorm, NormType::kRmsNorm}) {
+          ModelConfig c;
+          c.heads = heads;
+          c.d_k = 512 / heads;
+          c.d_v = 512 / heads;
+          c.positions = learned ? PositionKind::kLearned : PositionKind::kSinusoidal;
+          c.norm = pre ? NormPlacement::kPre : NormPlacement::kPost;
+          c.norm_type = norm_type;
+          c.attention_scale = AttentionScale::parse(learned ? "learned" : "rsqrt_dk");
+          c.tie_embeddings = !pre;
+          EXPECT_EQ(table_total(c), analytic_parameter_count(c))
+              << heads << learned << pre << to_string(norm_type);
+        }
       }
     }
   }
   ModelConfig row_b;
   row_b.d_k = 16;  // Table 3 row B: d_k alone changes
   EXPECT_EQ(table_total(row_b), analytic_parameter_count(row_b));
+}
+
+TEST(ParamCount, RmsNormHasOneGainPerNormAndNoBias) {
+  // Post-LN base: 6 x 2 + 6 x 3 = 30 norms of d_model 512; pre-LN adds the two final norms.
+  for (bool pre : {false, true}) {
+    ModelConfig layer_norm;
+    layer_norm.norm = pre ? NormPlacement::kPre : NormPlacement::kPost;
+    ModelConfig rms_norm = layer_norm;
+    rms_norm.norm_type = NormType::kRmsNorm;
+    const int64_t norms = pre ? 32 : 30;
+    EXPECT_EQ(table_total(layer_norm) - table_total(rms_norm), norms * 512) << pre;
+    const ParamTable table(rms_norm);
+    int64_t gains = 0;
+    for (const ParamEntry& e : table.entries()) {
+      if (e.component != "norms") continue;
+      EXPECT_EQ(e.name.substr(e.name.size() - 7), ".weight") << e.name;
+      ++gains;
+    }
+    EXPECT_EQ(gains, norms);
+    EXPECT_TRUE(table.contains("encoder.layers.0.self_attn_layer_norm.weight"));
+    EXPECT_FALSE(table.contains("encoder.layers.0.self_attn_layer_norm.bias"));
+    EXPECT_EQ(table.contains("encoder.layer_norm.weight"), pre);
+    EXPECT_EQ(table.contains("decoder.layer_norm.weight"), pre);
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@ import hashlib
 
 import h5py
 import numpy as np
+import pytest
 
 from conftest import ROOT, run_attnlab
 from test_train_cli import TASK, TINY, train
@@ -32,16 +33,25 @@ def test_a_truncated_newest_checkpoint_is_reported_and_the_previous_one_used(att
         np.testing.assert_array_equal(f["train"]["step"][...], np.arange(1, 31))
 
 
-def test_a_checkpoint_of_another_architecture_is_refused_naming_it(attnlab, tmp_path):
+def sets(*assignments):
+    return [word for assignment in assignments for word in ("--set", assignment)]
+
+
+@pytest.mark.parametrize("first, then, named", [
+    ([], ["model.d_ff=48"], "d_ff"),
+    ([], ["model.norm_type=rmsnorm"], "norm_type"),
+    (["model.norm_type=rmsnorm"], [], "norm_type"),
+])
+def test_a_checkpoint_of_another_architecture_is_refused_naming_it(attnlab, tmp_path, first, then,
+                                                                   named):
     out = tmp_path / "run"
-    train(attnlab, out, "--set", "train.checkpoint_every=5", steps=10)
+    train(attnlab, out, *sets("train.checkpoint_every=5", *first), steps=10)
     with h5py.File(out / "run.h5", "r+") as f:
         f.attrs["status"] = "preempted"
     before = digest(out / "run.h5")
-    result = train(attnlab, out, "--set", "train.checkpoint_every=5", "--set", "model.d_ff=48",
-                   steps=20, check=False)
+    result = train(attnlab, out, *sets("train.checkpoint_every=5", *then), steps=20, check=False)
     assert result.returncode == 1
-    assert "architecture" in result.stderr and "d_ff" in result.stderr
+    assert "architecture" in result.stderr and named in result.stderr
     assert digest(out / "run.h5") == before
 
 
