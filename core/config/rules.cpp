@@ -1,7 +1,6 @@
 // Experiment-level cross-field rules, and ModelConfig::validate's errors mapped back to keys.
 #include "core/config/rules.h"
 
-#include <regex>
 #include <sstream>
 
 #include "core/model/param_count.h"
@@ -129,26 +128,9 @@ std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
 }
 
 std::optional<RuleViolation> check_model(const ModelConfig& resolved) {
-  try {
-    resolved.validate();
-  } catch (const Error& error) {
-    std::string message = error.what();
-    // Keep the user-facing sentence; the "[check ... failed at file:line]" tail is for developers.
-    size_t tail = message.find(" [check ");
-    if (tail != std::string::npos) message.resize(tail);
-    std::smatch key;
-    std::vector<std::string> keys;
-    if (std::regex_search(message, key, std::regex(R"(model\.[a-z_]+)"))) keys.push_back(key[0]);
-    if (message.find("special token") != std::string::npos) {
-      keys = {"model.pad_id", "model.bos_id", "model.eos_id", "model.vocab_size"};
-    } else if (message.find("must differ") != std::string::npos) {
-      keys = {"model.pad_id", "model.bos_id", "model.eos_id"};
-    } else if (message.find("sinusoidal") != std::string::npos) {
-      keys.emplace_back("model.positions");
-    }
-    return RuleViolation{keys, message};
-  }
-  return std::nullopt;
+  const std::vector<ModelProblem> problems = resolved.problems();
+  if (problems.empty()) return std::nullopt;
+  return RuleViolation{problems.front().keys, problems.front().message};
 }
 
 }  // namespace attnlab::config

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/ops/attention_scale.h"
 
@@ -19,6 +20,13 @@ enum class PositionKind { kSinusoidal, kLearned };
 // tiled: key tiles with an online softmax, only the (B,H,T) logsumexp is stored and backward
 // recomputes the probabilities (core/ops/attention_tiled.cpp): O(T) instead of O(T*S) memory.
 enum class AttentionKernel { kStandard, kTiled };
+
+// One broken rule: the config keys involved (a config error points at the last of them that a
+// file sets) and the message naming them, their values and what was expected.
+struct ModelProblem {
+  std::vector<std::string> keys;
+  std::string message;
+};
 
 struct ModelConfig {
   int64_t encoder_layers = 6;      // N in the paper, encoder side
@@ -46,7 +54,9 @@ struct ModelConfig {
 
   // Fills d_k/d_v left at 0 with d_model / heads.
   void resolve_defaults();
-  // Cross-field rules; throws Error naming the field and what was expected.
+  // The rules this config breaks, in rule order; empty when it is valid.
+  std::vector<ModelProblem> problems() const;
+  // Throws Error with the first problem's message.
   void validate() const;
 };
 

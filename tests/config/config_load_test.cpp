@@ -4,10 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "core/config/config.h"
 #include "core/config/options.h"
+#include "core/config/rules.h"
 
 namespace attnlab {
 namespace {
@@ -205,6 +207,28 @@ TEST(ConfigValidate, CodeBuiltConfigsAreCheckedByKey) {
     EXPECT_EQ(std::string(error.what()),
               "data.train.src must name a file when data.task is corpus");
   }
+}
+
+TEST(ModelProblems, EveryBrokenRuleComesWithItsKeysInRuleOrder) {
+  ModelConfig m;
+  EXPECT_TRUE(m.problems().empty());
+  m.d_model = 63;  // odd, with sinusoidal positions
+  m.bos_id = 0;    // equals pad_id
+  m.dropout = 1.0;
+  const std::vector<ModelProblem> problems = m.problems();
+  ASSERT_EQ(problems.size(), 3u);
+  EXPECT_EQ(problems[0].keys, std::vector<std::string>{"model.dropout"});
+  EXPECT_EQ(problems[0].message, "model.dropout must be in [0, 1), got 1");
+  EXPECT_EQ(problems[1].keys, (std::vector<std::string>{"model.d_model", "model.positions"}));
+  EXPECT_EQ(problems[2].keys,
+            (std::vector<std::string>{"model.pad_id", "model.bos_id", "model.eos_id"}));
+  EXPECT_EQ(problems[2].message, "model.pad_id, bos_id and eos_id must differ, got 0, 0, 2");
+  // validate() and the config check report the first, keyed by the rule, not by its wording.
+  EXPECT_THROW(m.validate(), Error);
+  const std::optional<config::RuleViolation> violation = config::check_model(m);
+  ASSERT_TRUE(violation.has_value());
+  EXPECT_EQ(violation->keys, problems[0].keys);
+  EXPECT_EQ(violation->message, problems[0].message);
 }
 
 TEST(ConfigReference, ListsEveryKeyWithTypeAndDefault) {
