@@ -172,7 +172,9 @@ int run_plan(const std::vector<std::string>& args) {
   for (const config::SweepRun& run : sweep.runs) {
     const ExperimentConfig& c = run.config;
     const int64_t length = std::max<int64_t>(
-        1, (c.data.task == "corpus" ? c.data.max_length : c.data.synthetic.max_length + 1) / 2);
+        1,
+        (c.data.task == DataTask::kCorpus ? c.data.max_length : c.data.synthetic.max_length + 1) /
+            2);
     const double target_tokens =
         static_cast<double>(c.train.batch_tokens * c.train.accumulate) / 2.0;
     auto found =

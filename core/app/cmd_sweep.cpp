@@ -102,7 +102,7 @@ void launch_seed_by_seed(const config::Sweep& sweep, std::vector<const config::S
 // updates at sequences of the longest allowed length (only the ratios between runs matter).
 double training_work(const ExperimentConfig& c) {
   const int64_t length =
-      c.data.task == "corpus" ? c.data.max_length : c.data.synthetic.max_length + 1;
+      c.data.task == DataTask::kCorpus ? c.data.max_length : c.data.synthetic.max_length + 1;
   const double target_tokens =
       static_cast<double>(c.train.steps * c.train.accumulate * c.train.batch_tokens) / 2.0;
   return target_tokens * training_flops_per_target_token(c.model, length, length);

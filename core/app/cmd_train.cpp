@@ -40,11 +40,12 @@ int run_train(const std::vector<std::string>& args) {
   config::make_paths_absolute(request.config, std::filesystem::current_path().string());
   config::check_data_files_exist(request.config);
   // Probes are text; only a corpus has the tokenizer to encode them (checked before any file).
-  if (!request.config.log.attention_probes.empty() && request.config.data.task != "corpus") {
+  if (!request.config.log.attention_probes.empty() &&
+      request.config.data.task != DataTask::kCorpus) {
     throw ConfigError(
         "log.attention_probes are source sentences and need a text corpus (data.task "
         "corpus); the synthetic task '" +
-        request.config.data.task + "' has no tokenizer");
+        to_string(request.config.data.task) + "' has no tokenizer");
   }
   const std::string out = values.count("out") ? values["out"].as<std::string>() : std::string();
   if (out.empty()) {

@@ -260,7 +260,7 @@ std::string source_of(const std::string& where) {
 }  // namespace
 
 void ConfigBuilder::check_inherited_eval_files() const {
-  if (config_.data.task != "corpus") return;
+  if (config_.data.task != DataTask::kCorpus) return;
   const auto train_src = origins_.find("data.train.src");
   const auto train_tgt = origins_.find("data.train.tgt");
   if (train_src == origins_.end() && train_tgt == origins_.end()) return;

@@ -10,6 +10,27 @@
 #include "core/config/options.h"
 #include "core/config/rules.h"
 
+namespace attnlab {
+
+std::string to_string(DataTask task) {
+  switch (task) {
+    case DataTask::kCopy: return "copy";
+    case DataTask::kReverse: return "reverse";
+    case DataTask::kSort: return "sort";
+    case DataTask::kCorpus: return "corpus";
+  }
+  return "reverse";
+}
+
+DataTask parse_data_task(const std::string& text) {
+  for (DataTask task : {DataTask::kCopy, DataTask::kReverse, DataTask::kSort, DataTask::kCorpus}) {
+    if (text == to_string(task)) return task;
+  }
+  throw Error("data.task '" + text + "' must be copy, reverse, sort or corpus");
+}
+
+}  // namespace attnlab
+
 namespace attnlab::config {
 
 ExperimentConfig load(const std::vector<std::string>& files, const std::vector<std::string>& sets) {
@@ -57,7 +78,7 @@ void make_paths_absolute(ExperimentConfig& config, const std::string& directory)
 }
 
 void check_data_files_exist(const ExperimentConfig& config) {
-  if (config.data.task != "corpus") return;
+  if (config.data.task != DataTask::kCorpus) return;
   ExperimentConfig copy = config;
   for (const Option& option : options()) {
     if (!option.file || option.key.rfind("data.", 0) != 0 || option.key == "data.tokenizer.model") {

@@ -7,8 +7,14 @@
 #include <vector>
 
 #include "core/model/model_config.h"
+#include "core/optim/lr_schedule.h"
 
 namespace attnlab {
+
+// What a run trains on: a synthetic sequence task (core/data/synthetic.h) or parallel text.
+enum class DataTask { kCopy, kReverse, kSort, kCorpus };
+std::string to_string(DataTask task);
+DataTask parse_data_task(const std::string& text);  // copy | reverse | sort | corpus
 
 struct SyntheticTaskConfig {
   int64_t symbols = 10;        // distinct content symbols (ids after pad/bos/eos)
@@ -30,7 +36,7 @@ struct TokenizerConfig {
 };
 
 struct DataConfig {
-  std::string task = "reverse";  // copy | reverse | sort | corpus
+  DataTask task = DataTask::kReverse;
   SyntheticTaskConfig synthetic;
   SplitFiles train, dev, test;  // task: corpus
   TokenizerConfig tokenizer;
@@ -44,10 +50,10 @@ struct OptimizerConfig {
 };
 
 struct LrConfig {
-  std::string schedule = "noam";  // noam | constant | inverse_sqrt
-  int64_t warmup = 4000;          // warmup steps (noam, inverse_sqrt)
-  double scale = 1.0;             // noam: multiplies d_model^-0.5 * min(...)
-  double peak = 1e-3;             // constant: the rate; inverse_sqrt: the rate at the end of warmup
+  LrSchedule::Kind schedule = LrSchedule::Kind::kNoam;
+  int64_t warmup = 4000;  // warmup steps (noam, inverse_sqrt)
+  double scale = 1.0;     // noam: multiplies d_model^-0.5 * min(...)
+  double peak = 1e-3;     // constant: the rate; inverse_sqrt: the rate at the end of warmup
 };
 
 // When training ends before train.steps (fairseq's --patience, Marian's --early-stopping).

@@ -309,8 +309,10 @@ std::vector<Option> build_options() {
               "id of the end-of-sentence token"),
       number(ATTNLAB_FIELD(model.layer_norm_eps), kPositive, "epsilon inside LayerNorm or RMSNorm"),
 
-      choice(ATTNLAB_FIELD(data.task), {"copy", "reverse", "sort", "corpus"},
-             "synthetic task, or corpus for parallel text files"),
+      parsed(
+          ATTNLAB_FIELD(data.task), "copy | reverse | sort | corpus", parse_data_task,
+          [](DataTask t) { return to_string(t); },
+          "synthetic task, or corpus for parallel text files"),
       integer(ATTNLAB_FIELD(data.synthetic.symbols), 1, kMaxVocabulary,
               "distinct content symbols (ids after pad/bos/eos)"),
       integer(ATTNLAB_FIELD(data.synthetic.min_length), 1, kMaxSequence,
@@ -351,8 +353,8 @@ std::vector<Option> build_options() {
       number(ATTNLAB_FIELD(train.optimizer.beta1), kProbability, "Adam beta1"),
       number(ATTNLAB_FIELD(train.optimizer.beta2), kProbability, "Adam beta2"),
       number(ATTNLAB_FIELD(train.optimizer.eps), kPositive, "Adam epsilon"),
-      choice(ATTNLAB_FIELD(train.lr.schedule), {"noam", "constant", "inverse_sqrt"},
-             "noam: scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)"),
+      parsed(ATTNLAB_FIELD(train.lr.schedule), "noam | constant | inverse_sqrt", LrSchedule::parse,
+             LrSchedule::name, "noam: scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)"),
       integer(ATTNLAB_FIELD(train.lr.warmup), 0, kNoMax,
               "warmup steps (noam, inverse_sqrt); 0 = none (constant, inverse_sqrt)"),
       number(ATTNLAB_FIELD(train.lr.scale), kPositive, "noam: multiplies the schedule"),

@@ -9,7 +9,7 @@
 namespace attnlab::config {
 namespace {
 
-bool synthetic(const DataConfig& data) { return data.task != "corpus"; }
+bool synthetic(const DataConfig& data) { return data.task != DataTask::kCorpus; }
 
 template <typename... Parts>
 std::string concat(const Parts&... parts) {
@@ -59,7 +59,7 @@ std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
       return RuleViolation{
           {"model.vocab_size", "data.synthetic.symbols", "data.task"},
           concat("model.vocab_size (", m.vocab_size, ") must be >= data.synthetic.symbols + 3 (",
-                 s.symbols + 3, ") for the synthetic task '", c.data.task,
+                 s.symbols + 3, ") for the synthetic task '", to_string(c.data.task),
                  "' (pad, bos, eos and the symbols)")};
     }
     if (s.min_length > s.max_length) {
@@ -100,7 +100,7 @@ std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
     }
   }
   const LrConfig& lr = c.train.lr;
-  if (lr.schedule == "noam" && lr.warmup < 1) {
+  if (lr.schedule == LrSchedule::Kind::kNoam && lr.warmup < 1) {
     return RuleViolation{{"train.lr.warmup", "train.lr.schedule"},
                          concat("train.lr.warmup must be >= 1 for the noam schedule (it divides "
                                 "by warmup^1.5), got ",

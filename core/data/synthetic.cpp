@@ -28,14 +28,6 @@ SequencePair make_example(SyntheticTask task, Rng& rng, int64_t symbols, int64_t
 
 }  // namespace
 
-SyntheticTask parse_synthetic_task(const std::string& text) {
-  if (text == "copy") return SyntheticTask::kCopy;
-  if (text == "reverse") return SyntheticTask::kReverse;
-  if (text == "sort") return SyntheticTask::kSort;
-  CHECK(false) << "data.task '" << text << "' is not a synthetic task (copy, reverse, sort)";
-  return SyntheticTask::kCopy;
-}
-
 SyntheticSplit make_synthetic_split(SyntheticTask task, int64_t symbols, int64_t min_length,
                                     int64_t max_length, int64_t train_size, int64_t dev_size,
                                     uint64_t seed) {

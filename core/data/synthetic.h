@@ -19,7 +19,6 @@ struct SequencePair {
 };
 
 enum class SyntheticTask { kCopy, kReverse, kSort };
-SyntheticTask parse_synthetic_task(const std::string& text);  // copy | reverse | sort
 
 struct SyntheticSplit {
   std::vector<SequencePair> train, dev;

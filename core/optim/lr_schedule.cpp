@@ -16,6 +16,15 @@ LrSchedule::Kind LrSchedule::parse(const std::string& text) {
   return Kind::kNoam;
 }
 
+std::string LrSchedule::name(Kind kind) {
+  switch (kind) {
+    case Kind::kNoam: return "noam";
+    case Kind::kConstant: return "constant";
+    case Kind::kInverseSqrt: return "inverse_sqrt";
+  }
+  return "noam";
+}
+
 double LrSchedule::rate(int64_t step) const {
   const double s = static_cast<double>(std::max<int64_t>(step, 1));
   const double w = static_cast<double>(std::max<int64_t>(warmup, 1));

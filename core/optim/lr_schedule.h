@@ -17,6 +17,7 @@ struct LrSchedule {
 
   // "noam" | "constant" | "inverse_sqrt"; throws Error naming the text otherwise.
   static Kind parse(const std::string& text);
+  static std::string name(Kind kind);
   // The rate of update number `step` (1-based).
   //   noam:         scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
   //   inverse_sqrt: peak * min(step / warmup, sqrt(warmup / step))   (linear warmup, then 1/sqrt)

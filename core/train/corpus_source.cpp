@@ -234,8 +234,9 @@ ExperimentConfig load_run_config(const std::string& run_dir) {
 
 RunModel load_run_model(const std::string& run_dir, int64_t average, bool best) {
   ExperimentConfig config = load_run_config(run_dir);
-  CHECK(config.data.task == "corpus") << run_dir << " trained data.task '" << config.data.task
-                                      << "': translation needs a corpus run (data.task corpus)";
+  CHECK(config.data.task == DataTask::kCorpus)
+      << run_dir << " trained data.task '" << to_string(config.data.task)
+      << "': translation needs a corpus run (data.task corpus)";
   Tokenizer tokenizer = load_corpus_tokenizer(config, false);
   auto model = std::make_unique<Transformer<float>>(config.model, config.seed);
   // The embedding table's rows are the vocabulary a checkpoint was trained with.

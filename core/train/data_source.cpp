@@ -8,12 +8,22 @@
 namespace attnlab {
 namespace {
 
+SyntheticTask synthetic_task(DataTask task) {
+  switch (task) {
+    case DataTask::kCopy: return SyntheticTask::kCopy;
+    case DataTask::kReverse: return SyntheticTask::kReverse;
+    case DataTask::kSort: return SyntheticTask::kSort;
+    case DataTask::kCorpus: break;
+  }
+  throw Error("data.task corpus is not a synthetic task");
+}
+
 class SyntheticSource final : public DataSource {
  public:
   explicit SyntheticSource(const ExperimentConfig& config)
       : model_(config.model),
         split_(make_synthetic_split(
-            parse_synthetic_task(config.data.task), config.data.synthetic.symbols,
+            synthetic_task(config.data.task), config.data.synthetic.symbols,
             config.data.synthetic.min_length, config.data.synthetic.max_length,
             config.data.synthetic.train_size, config.data.synthetic.dev_size, config.seed)),
         batcher_(&split_.train, config.train.batch_tokens, config.seed) {

@@ -51,10 +51,7 @@ void interrupt(int) {
 }
 
 std::unique_ptr<DataSource> make_source(const ExperimentConfig& config) {
-  if (config.data.task == "corpus") return make_corpus_source(config);
-  CHECK(config.data.task == "copy" || config.data.task == "reverse" || config.data.task == "sort")
-      << "data.task '" << config.data.task
-      << "' is not available to `attnlab train` in this build (copy, reverse, sort, corpus)";
+  if (config.data.task == DataTask::kCorpus) return make_corpus_source(config);
   return make_synthetic_source(config);
 }
 

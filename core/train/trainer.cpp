@@ -19,7 +19,7 @@ AdamOptions adam_options(const OptimizerConfig& c) { return {c.beta1, c.beta2, c
 
 LrSchedule schedule_from(const ExperimentConfig& c) {
   LrSchedule s;
-  s.kind = LrSchedule::parse(c.train.lr.schedule);
+  s.kind = c.train.lr.schedule;
   s.warmup = c.train.lr.warmup;
   s.scale = c.train.lr.scale;
   s.peak = c.train.lr.peak;

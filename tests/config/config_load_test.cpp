@@ -199,7 +199,7 @@ TEST(ConfigValidate, CodeBuiltConfigsAreCheckedByKey) {
   c.eval.average_last = 6;  // keep_checkpoints is 5
   EXPECT_THROW(config::validate(c), ConfigError);
   c = ExperimentConfig{};
-  c.data.task = "corpus";  // no files named
+  c.data.task = DataTask::kCorpus;  // no files named
   try {
     config::validate(c);
     FAIL();

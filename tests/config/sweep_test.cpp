@@ -231,7 +231,7 @@ TEST(Experiments, EveryFileLoadsAndSweepsHaveTheirSizes) {
 TEST(Experiments, SmokeTasksAreSmallAndFitTheirVocabulary) {
   for (const char* task : {"copy", "reverse", "sort"}) {
     ExperimentConfig c = config::load(kExperiments + "tasks/" + task + ".yaml");
-    EXPECT_EQ(c.data.task, task);
+    EXPECT_EQ(to_string(c.data.task), task);
     EXPECT_EQ(c.model.d_model, 64);
     EXPECT_EQ(c.model.heads, 4);
     EXPECT_EQ(c.model.d_k, 16);

@@ -55,7 +55,7 @@ class CorpusSourceTest : public ::testing::Test {
 
   ExperimentConfig config() const {
     ExperimentConfig c;
-    c.data.task = "corpus";
+    c.data.task = DataTask::kCorpus;
     c.data.train = {(dir_ / "train.en").string(), (dir_ / "train.es").string()};
     c.data.dev = {(dir_ / "dev.en").string(), (dir_ / "dev.es").string()};
     c.data.tokenizer.vocab_size = 500;

@@ -76,13 +76,13 @@ TEST(AttentionScoreGradientNorms, LabelsMatchTheAttentionStatistics) {
 
 TEST(TrainerDiagnostics, GradientsAreReportedAtStepOneAndAtTheInterval) {
   ExperimentConfig c;
-  c.data.task = "reverse";
+  c.data.task = DataTask::kReverse;
   c.data.synthetic = {6, 3, 5, 200, 20};
   c.model = small_model();
   c.model.max_positions = 8;
   c.train.batch_tokens = 100;
   c.train.steps = 7;
-  c.train.lr.schedule = "constant";
+  c.train.lr.schedule = LrSchedule::Kind::kConstant;
   c.train.lr.peak = 1e-3;
   c.eval.every = 0;
   c.train.checkpoint_every = 0;

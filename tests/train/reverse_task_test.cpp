@@ -11,7 +11,7 @@ namespace {
 ExperimentConfig reverse_config() {
   ExperimentConfig c;
   c.seed = 1;
-  c.data.task = "reverse";
+  c.data.task = DataTask::kReverse;
   c.data.synthetic = {10, 3, 8, 20000, 400};
   c.model.encoder_layers = 2;
   c.model.decoder_layers = 2;
@@ -27,7 +27,7 @@ ExperimentConfig reverse_config() {
   // A peak of 2e-3 left the accuracy swinging between 96% and 100% from step 300 on (loss
   // spikes under Adam); at 1e-3 it stays at 99-99.75% from step 800 to 1000.
   c.train.steps = 1000;
-  c.train.lr.schedule = "inverse_sqrt";
+  c.train.lr.schedule = LrSchedule::Kind::kInverseSqrt;
   c.train.lr.peak = 1e-3;
   c.train.lr.warmup = 100;
   c.train.label_smoothing = 0.0;
