@@ -3,88 +3,100 @@
 
 #include <cmath>
 
+#include "core/model/param_names.h"
 #include "core/util/rng.h"
 
 namespace attnlab {
 namespace {
 
+namespace names = param_names;
+
 void add_attention(ParamTable& table, const ModelConfig& c, const std::string& prefix,
                    const std::string& component) {
   const int64_t qk_width = c.heads * c.d_k;
   const int64_t v_width = c.heads * c.d_v;
-  table.add(prefix + ".q_proj.weight", {qk_width, c.d_model}, component, ParamInit::kXavierUniform);
-  table.add(prefix + ".q_proj.bias", {qk_width}, component, ParamInit::kZeros);
-  table.add(prefix + ".k_proj.weight", {qk_width, c.d_model}, component, ParamInit::kXavierUniform);
-  table.add(prefix + ".k_proj.bias", {qk_width}, component, ParamInit::kZeros);
-  table.add(prefix + ".v_proj.weight", {v_width, c.d_model}, component, ParamInit::kXavierUniform);
-  table.add(prefix + ".v_proj.bias", {v_width}, component, ParamInit::kZeros);
-  table.add(prefix + ".out_proj.weight", {c.d_model, v_width}, component,
-            ParamInit::kXavierUniform);
-  table.add(prefix + ".out_proj.bias", {c.d_model}, component, ParamInit::kZeros);
+  const ParamInit xavier = ParamInit::kXavierUniform;
+  table.add(names::q_weight(prefix), {qk_width, c.d_model}, component, xavier);
+  table.add(names::q_bias(prefix), {qk_width}, component, ParamInit::kZeros);
+  table.add(names::k_weight(prefix), {qk_width, c.d_model}, component, xavier);
+  table.add(names::k_bias(prefix), {qk_width}, component, ParamInit::kZeros);
+  table.add(names::v_weight(prefix), {v_width, c.d_model}, component, xavier);
+  table.add(names::v_bias(prefix), {v_width}, component, ParamInit::kZeros);
+  table.add(names::out_weight(prefix), {c.d_model, v_width}, component, xavier);
+  table.add(names::out_bias(prefix), {c.d_model}, component, ParamInit::kZeros);
   if (c.attention_scale.learned()) {
-    table.add(prefix + ".scale", {1}, component, ParamInit::kConstant,
+    table.add(names::scale(prefix), {1}, component, ParamInit::kConstant,
               c.attention_scale.initial_value(c.d_k));
   }
 }
 
 // A norm's gain, and a bias for LayerNorm (RMSNorm has none).
 void add_norm(ParamTable& table, const ModelConfig& c, const std::string& prefix) {
-  table.add(prefix + ".weight", {c.d_model}, "norms", ParamInit::kOnes);
+  table.add(names::norm_weight(prefix), {c.d_model}, "norms", ParamInit::kOnes);
   if (c.norm_type == NormType::kLayerNorm) {
-    table.add(prefix + ".bias", {c.d_model}, "norms", ParamInit::kZeros);
+    table.add(names::norm_bias(prefix), {c.d_model}, "norms", ParamInit::kZeros);
   }
 }
 
 void add_ffn(ParamTable& table, const ModelConfig& c, const std::string& prefix,
              const std::string& component) {
-  table.add(prefix + ".fc1.weight", {c.d_ff, c.d_model}, component, ParamInit::kXavierUniform);
-  table.add(prefix + ".fc1.bias", {c.d_ff}, component, ParamInit::kZeros);
-  table.add(prefix + ".fc2.weight", {c.d_model, c.d_ff}, component, ParamInit::kXavierUniform);
-  table.add(prefix + ".fc2.bias", {c.d_model}, component, ParamInit::kZeros);
+  const ParamInit xavier = ParamInit::kXavierUniform;
+  table.add(names::fc1_weight(prefix), {c.d_ff, c.d_model}, component, xavier);
+  table.add(names::fc1_bias(prefix), {c.d_ff}, component, ParamInit::kZeros);
+  table.add(names::fc2_weight(prefix), {c.d_model, c.d_ff}, component, xavier);
+  table.add(names::fc2_bias(prefix), {c.d_model}, component, ParamInit::kZeros);
 }
 
 }  // namespace
 
 ParamTable::ParamTable(const ModelConfig& c) {
   const Shape embedding_shape{c.vocab_size, c.d_model};
-  add("encoder.embed_tokens.weight", embedding_shape, "embeddings", ParamInit::kEmbeddingNormal);
-  if (!c.tie_embeddings) {
-    add("decoder.embed_tokens.weight", embedding_shape, "embeddings", ParamInit::kEmbeddingNormal);
-    add("decoder.output_projection.weight", embedding_shape, "output", ParamInit::kXavierUniform);
+  // Tensors added while `group` runs belong to that group (the diagnostics' unit: one layer,
+  // a stack's final norm, or the embeddings).
+  auto in_group = [this](const std::string& group, auto&& add_tensors) {
+    const size_t first = entries_.size();
+    add_tensors();
+    for (size_t k = first; k < entries_.size(); ++k) entries_[k].group = group;
+  };
+  in_group(names::kEmbeddingsGroup, [&] {
+    add(names::token_embedding(false), embedding_shape, "embeddings", ParamInit::kEmbeddingNormal);
+    if (!c.tie_embeddings) {
+      add(names::token_embedding(true), embedding_shape, "embeddings", ParamInit::kEmbeddingNormal);
+      add(names::output_weight(), embedding_shape, "output", ParamInit::kXavierUniform);
+    }
+    if (c.output_bias) add(names::output_bias(), {c.vocab_size}, "output", ParamInit::kZeros);
+    if (c.positions == PositionKind::kLearned) {
+      for (bool decoder : {false, true}) {
+        add(names::position_embedding(decoder), {c.max_positions, c.d_model}, "positions",
+            ParamInit::kEmbeddingNormal);
+      }
+    }
+  });
+  for (bool decoder : {false, true}) {
+    const int64_t layers = decoder ? c.decoder_layers : c.encoder_layers;
+    for (int64_t i = 0; i < layers; ++i) {
+      in_group(names::layer(decoder, i), [&] {
+        add_attention(*this, c, names::self_attention(decoder, i),
+                      decoder ? "decoder.self_attention" : "encoder.attention");
+        add_norm(*this, c, names::self_attention_norm(decoder, i));
+        if (decoder) {
+          add_attention(*this, c, names::cross_attention(i), "decoder.cross_attention");
+          add_norm(*this, c, names::cross_attention_norm(i));
+        }
+        add_ffn(*this, c, names::layer(decoder, i), decoder ? "decoder.ffn" : "encoder.ffn");
+        add_norm(*this, c, names::final_norm(decoder, i));
+      });
+    }
+    if (c.norm == NormPlacement::kPre) {
+      in_group(names::stack_norm(decoder), [&] { add_norm(*this, c, names::stack_norm(decoder)); });
+    }
   }
-  if (c.output_bias) {
-    add("decoder.output_projection.bias", {c.vocab_size}, "output", ParamInit::kZeros);
-  }
-  if (c.positions == PositionKind::kLearned) {
-    add("encoder.embed_positions.weight", {c.max_positions, c.d_model}, "positions",
-        ParamInit::kEmbeddingNormal);
-    add("decoder.embed_positions.weight", {c.max_positions, c.d_model}, "positions",
-        ParamInit::kEmbeddingNormal);
-  }
-  for (int64_t i = 0; i < c.encoder_layers; ++i) {
-    const std::string layer = "encoder.layers." + std::to_string(i);
-    add_attention(*this, c, layer + ".self_attn", "encoder.attention");
-    add_norm(*this, c, layer + ".self_attn_layer_norm");
-    add_ffn(*this, c, layer, "encoder.ffn");
-    add_norm(*this, c, layer + ".final_layer_norm");
-  }
-  if (c.norm == NormPlacement::kPre) add_norm(*this, c, "encoder.layer_norm");
-  for (int64_t i = 0; i < c.decoder_layers; ++i) {
-    const std::string layer = "decoder.layers." + std::to_string(i);
-    add_attention(*this, c, layer + ".self_attn", "decoder.self_attention");
-    add_norm(*this, c, layer + ".self_attn_layer_norm");
-    add_attention(*this, c, layer + ".encoder_attn", "decoder.cross_attention");
-    add_norm(*this, c, layer + ".encoder_attn_layer_norm");
-    add_ffn(*this, c, layer, "decoder.ffn");
-    add_norm(*this, c, layer + ".final_layer_norm");
-  }
-  if (c.norm == NormPlacement::kPre) add_norm(*this, c, "decoder.layer_norm");
 }
 
 int ParamTable::add(const std::string& name, Shape shape, const std::string& component,
                     ParamInit init, double init_value) {
   CHECK(by_name_.count(name) == 0) << "parameter '" << name << "' declared twice";
-  ParamEntry e{name, shape, size_, component, init, init_value};
+  ParamEntry e{name, shape, size_, component, init, init_value, ""};
   // Entries start on 16-element boundaries so every tensor is 64-byte aligned for SIMD kernels.
   size_ += (shape.numel() + 15) / 16 * 16;
   entries_.push_back(e);

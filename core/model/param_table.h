@@ -22,6 +22,9 @@ struct ParamEntry {
   std::string component;  // for parameter counts: embeddings, encoder.attention, ...
   ParamInit init = ParamInit::kZeros;
   double init_value = 0.0;  // kConstant
+  // The layer it belongs to ("decoder.layers.3"), a stack's final norm ("encoder.layer_norm"),
+  // or "embeddings" (token and position embeddings, output projection); set by the model's table.
+  std::string group;
 };
 
 class ParamTable {

@@ -3,11 +3,14 @@
 // Legend: B batch, L length, D d_model.
 #include "core/model/sublayer.h"
 
+#include "core/model/param_names.h"
+
 namespace attnlab {
 
 NormParams norm_params(const ParamTable& table, const std::string& prefix) {
-  const std::string bias = prefix + ".bias";
-  return {table.index_of(prefix + ".weight"), table.contains(bias) ? table.index_of(bias) : -1};
+  const std::string bias = param_names::norm_bias(prefix);
+  return {table.index_of(param_names::norm_weight(prefix)),
+          table.contains(bias) ? table.index_of(bias) : -1};
 }
 
 template <typename T>

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/model/param_names.h"
 #include "core/ops/attention_tiled.h"
 
 namespace attnlab {
@@ -14,18 +15,20 @@ namespace {
 using workspace::in;
 using workspace::shaped;
 
+namespace names = param_names;
+
 AttentionParams attention_params(const ParamTable& t, const std::string& prefix, bool learned) {
-  AttentionParams p{t.index_of(prefix + ".q_proj.weight"),   t.index_of(prefix + ".q_proj.bias"),
-                    t.index_of(prefix + ".k_proj.weight"),   t.index_of(prefix + ".k_proj.bias"),
-                    t.index_of(prefix + ".v_proj.weight"),   t.index_of(prefix + ".v_proj.bias"),
-                    t.index_of(prefix + ".out_proj.weight"), t.index_of(prefix + ".out_proj.bias")};
-  if (learned) p.scale = t.index_of(prefix + ".scale");
+  AttentionParams p{t.index_of(names::q_weight(prefix)),   t.index_of(names::q_bias(prefix)),
+                    t.index_of(names::k_weight(prefix)),   t.index_of(names::k_bias(prefix)),
+                    t.index_of(names::v_weight(prefix)),   t.index_of(names::v_bias(prefix)),
+                    t.index_of(names::out_weight(prefix)), t.index_of(names::out_bias(prefix))};
+  if (learned) p.scale = t.index_of(names::scale(prefix));
   return p;
 }
 
 FfnParams ffn_params(const ParamTable& t, const std::string& prefix) {
-  return {t.index_of(prefix + ".fc1.weight"), t.index_of(prefix + ".fc1.bias"),
-          t.index_of(prefix + ".fc2.weight"), t.index_of(prefix + ".fc2.bias")};
+  return {t.index_of(names::fc1_weight(prefix)), t.index_of(names::fc1_bias(prefix)),
+          t.index_of(names::fc2_weight(prefix)), t.index_of(names::fc2_bias(prefix))};
 }
 
 }  // namespace
@@ -41,42 +44,37 @@ Transformer<T>::Transformer(const ModelConfig& config, uint64_t init_seed)
   table_.initialise(params_.data(), config_, init_seed);
 
   const bool learned = config_.attention_scale.learned();
-  src_embedding_ = table_.index_of("encoder.embed_tokens.weight");
+  src_embedding_ = table_.index_of(names::token_embedding(false));
   tgt_embedding_ =
-      config_.tie_embeddings ? src_embedding_ : table_.index_of("decoder.embed_tokens.weight");
+      config_.tie_embeddings ? src_embedding_ : table_.index_of(names::token_embedding(true));
   output_weight_ =
-      config_.tie_embeddings ? src_embedding_ : table_.index_of("decoder.output_projection.weight");
-  if (config_.output_bias) output_bias_ = table_.index_of("decoder.output_projection.bias");
+      config_.tie_embeddings ? src_embedding_ : table_.index_of(names::output_weight());
+  if (config_.output_bias) output_bias_ = table_.index_of(names::output_bias());
   if (config_.positions == PositionKind::kLearned) {
-    src_positions_ = table_.index_of("encoder.embed_positions.weight");
-    tgt_positions_ = table_.index_of("decoder.embed_positions.weight");
+    src_positions_ = table_.index_of(names::position_embedding(false));
+    tgt_positions_ = table_.index_of(names::position_embedding(true));
   } else {
     sinusoids_ = Tensor<T>(Shape{config_.max_positions, config_.d_model});
     ops::sinusoidal_table<T>(sinusoids_.view());
   }
-  for (int64_t i = 0; i < config_.encoder_layers; ++i) {
-    const std::string layer = "encoder.layers." + std::to_string(i);
-    LayerParams p{};
-    p.self_attn = attention_params(table_, layer + ".self_attn", learned);
-    p.self_attn_norm = norm_params(table_, layer + ".self_attn_layer_norm");
-    p.ffn = ffn_params(table_, layer);
-    p.final_norm = norm_params(table_, layer + ".final_layer_norm");
-    encoder_.push_back(p);
-  }
-  for (int64_t i = 0; i < config_.decoder_layers; ++i) {
-    const std::string layer = "decoder.layers." + std::to_string(i);
-    LayerParams p{};
-    p.self_attn = attention_params(table_, layer + ".self_attn", learned);
-    p.self_attn_norm = norm_params(table_, layer + ".self_attn_layer_norm");
-    p.cross_attn = attention_params(table_, layer + ".encoder_attn", learned);
-    p.cross_attn_norm = norm_params(table_, layer + ".encoder_attn_layer_norm");
-    p.ffn = ffn_params(table_, layer);
-    p.final_norm = norm_params(table_, layer + ".final_layer_norm");
-    decoder_.push_back(p);
+  for (bool decoder : {false, true}) {
+    const int64_t layers = decoder ? config_.decoder_layers : config_.encoder_layers;
+    for (int64_t i = 0; i < layers; ++i) {
+      LayerParams p{};
+      p.self_attn = attention_params(table_, names::self_attention(decoder, i), learned);
+      p.self_attn_norm = norm_params(table_, names::self_attention_norm(decoder, i));
+      if (decoder) {
+        p.cross_attn = attention_params(table_, names::cross_attention(i), learned);
+        p.cross_attn_norm = norm_params(table_, names::cross_attention_norm(i));
+      }
+      p.ffn = ffn_params(table_, names::layer(decoder, i));
+      p.final_norm = norm_params(table_, names::final_norm(decoder, i));
+      (decoder ? decoder_ : encoder_).push_back(p);
+    }
   }
   if (sublayer_.pre_norm()) {
-    encoder_final_norm_ = norm_params(table_, "encoder.layer_norm");
-    decoder_final_norm_ = norm_params(table_, "decoder.layer_norm");
+    encoder_final_norm_ = norm_params(table_, names::stack_norm(false));
+    decoder_final_norm_ = norm_params(table_, names::stack_norm(true));
   }
   // Sized once: carving assigns views into these slots and never allocates.
   enc_.layers.assign(static_cast<size_t>(config_.encoder_layers),

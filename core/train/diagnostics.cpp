@@ -5,25 +5,19 @@
 #include <map>
 #include <utility>
 
+#include "core/model/param_names.h"
+
 namespace attnlab {
 
 LayerValues layer_gradient_norms(const Transformer<float>& model) {
-  // "decoder.layers.3.fc1.weight" -> "decoder.layers.3"; "encoder.layer_norm.weight" ->
-  // "encoder.layer_norm"; everything else (embeddings, positions, output) -> "embeddings".
+  // By the table's groups: "decoder.layers.3", "encoder.layer_norm", "embeddings" (token and
+  // position embeddings, output projection).
   std::map<std::string, double> squares;
   std::vector<std::string> order;
   const ParamTable& table = model.table();
   const std::vector<float>& grads = const_cast<Transformer<float>&>(model).grads();
   for (const ParamEntry& e : table.entries()) {
-    std::string label = "embeddings";
-    for (const char* stack : {"encoder.", "decoder."}) {
-      if (e.name.rfind(std::string(stack) + "layers.", 0) == 0) {
-        const size_t end = e.name.find('.', std::string(stack).size() + 7);
-        label = e.name.substr(0, end);
-      } else if (e.name.rfind(std::string(stack) + "layer_norm", 0) == 0) {
-        label = std::string(stack) + "layer_norm";
-      }
-    }
+    const std::string& label = e.group;
     if (squares.count(label) == 0) order.push_back(label);
     double sum = 0.0;
     for (int64_t i = 0; i < e.shape.numel(); ++i) {
@@ -48,21 +42,22 @@ LayerValues attention_score_gradient_norms(const Transformer<float>& model) {
   std::vector<std::pair<std::string, std::string>> blocks;
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
     blocks.emplace_back("encoder_self.layers." + std::to_string(i),
-                        "encoder.layers." + std::to_string(i) + ".self_attn");
+                        param_names::self_attention(false, i));
   }
   for (int64_t i = 0; i < c.decoder_layers; ++i) {
     blocks.emplace_back("decoder_self.layers." + std::to_string(i),
-                        "decoder.layers." + std::to_string(i) + ".self_attn");
+                        param_names::self_attention(true, i));
   }
   for (int64_t i = 0; i < c.decoder_layers; ++i) {
     blocks.emplace_back("decoder_cross.layers." + std::to_string(i),
-                        "decoder.layers." + std::to_string(i) + ".encoder_attn");
+                        param_names::cross_attention(i));
   }
   LayerValues result;
   for (const auto& [label, prefix] : blocks) {
     double sum = 0.0;
-    for (const char* part : {".q_proj.weight", ".q_proj.bias", ".k_proj.weight", ".k_proj.bias"}) {
-      const ParamEntry& e = table.entries()[static_cast<size_t>(table.index_of(prefix + part))];
+    for (const std::string& name : {param_names::q_weight(prefix), param_names::q_bias(prefix),
+                                    param_names::k_weight(prefix), param_names::k_bias(prefix)}) {
+      const ParamEntry& e = table.entries()[static_cast<size_t>(table.index_of(name))];
       for (int64_t i = 0; i < e.shape.numel(); ++i) {
         const double g = grads[static_cast<size_t>(e.offset + i)];
         sum += g * g;

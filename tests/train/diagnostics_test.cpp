@@ -34,6 +34,28 @@ void fill(Transformer<float>& model, const std::string& name, float value) {
   }
 }
 
+TEST(LayerGradientNorms, OneNormPerLayerStackNormAndTheEmbeddings) {
+  ModelConfig c = small_model();
+  c.norm = NormPlacement::kPre;  // adds encoder.layer_norm and decoder.layer_norm
+  Transformer<float> model(c, 1);
+  model.zero_grads();
+  fill(model, "encoder.embed_tokens.weight", 1.0f);  // 10 x 8 ones: sqrt(80)
+  fill(model, "decoder.layers.1.fc2.bias", 1.0f);    // 8 ones
+  fill(model, "decoder.layers.1.encoder_attn.q_proj.bias",
+       2.0f);                                      // 6 twos: with the above, sqrt(32)
+  fill(model, "encoder.layer_norm.weight", 3.0f);  // 8 threes: sqrt(72)
+  const LayerValues norms = layer_gradient_norms(model);
+  EXPECT_EQ(norms.labels, (std::vector<std::string>{"embeddings", "encoder.layers.0",
+                                                    "encoder.layer_norm", "decoder.layers.0",
+                                                    "decoder.layers.1", "decoder.layer_norm"}));
+  const std::vector<double> expected = {std::sqrt(80.0),       0.0, std::sqrt(72.0), 0.0,
+                                        std::sqrt(8.0 + 24.0), 0.0};
+  ASSERT_EQ(norms.values.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(norms.values[i], expected[i], 1e-9) << norms.labels[i];
+  }
+}
+
 TEST(AttentionScoreGradientNorms, SumQueryAndKeyGradientsOfEachBlockOnly) {
   Transformer<float> model(small_model(), 1);
   model.zero_grads();
