@@ -1,6 +1,6 @@
 # attnlab: one entry point for setup, build, tests, lint, benchmarks and a first run.
 #   make deps   make (build)   make test   make test-sanitize   make lint   make format   make bench
-#   make run    make fuzz   make fuzz-smoke   make clean
+#   make bench-scaling   make run    make fuzz   make fuzz-smoke   make clean
 SHELL := bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := all
@@ -51,8 +51,8 @@ FORMAT_DIRS := $(wildcard core tests bench fuzz)
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
 TIDY_FILES = $(shell find core -type f -name '*.cpp' | sort)
 
-.PHONY: all deps configure build test test-sanitize fuzz-build fuzz fuzz-smoke lint format bench run \
-  clean
+.PHONY: all deps configure build test test-sanitize fuzz-build fuzz fuzz-smoke lint format bench \
+  bench-scaling run clean
 
 all: build
 
@@ -159,6 +159,19 @@ bench: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target attnlab_kernels attnlab_train_bench
 	$(PYTHON) bench/run_bench.py --build-dir $(BUILD_DIR) $(BENCH_ARGS)
 	$(PYTHON) bench/attention_scaling.py --build-dir $(BUILD_DIR)
+
+# Data-parallel scaling against `attnlab plan`'s cost model: builds the program and runs
+# bench/scaling.py, which trains two widths for 1 rank, 2 ranks on one node (mpirun) and 2 nodes of
+# cluster/local-slurm.sh's two-node Slurm, probes the link between the nodes and writes
+# docs/results/scaling.md (about 45 minutes; needs root for the nodes' namespaces).
+# SCALING_PAUSE=PATTERN[:PATTERN...] stops the processes whose command line holds a PATTERN during
+# each timing window and continues them after it; SCALING_ARGS passes more options.
+SCALING_PAUSE ?=
+SCALING_ARGS ?=
+bench-scaling: configure
+	cmake --build $(BUILD_DIR) --target attnlab -j $(JOBS)
+	SCALING_PAUSE='$(SCALING_PAUSE)' $(PYTHON) bench/scaling.py --binary $(BUILD_DIR)/attnlab \
+	  $(SCALING_ARGS)
 
 # The default study (experiments/small/study.yaml): prepares the Bible en->es data, trains the five
 # axes x 2 seeds through the local launcher (2 ranks per run; completed runs are skipped and
