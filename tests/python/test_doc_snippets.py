@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from test_readme import command_lines
 
 PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "analysis" / "README.md"]
 COMMITTED_SWEEP = ROOT / "docs" / "results" / "table3-small" / "runs"
@@ -32,19 +33,10 @@ def blocks(page, language):
 
 
 def shell_lines(page):
-    """(words, line) of each command of the page's sh blocks, continuations joined."""
-    lines, pending = [], ""
-    for block in blocks(page, "sh"):
-        for raw in block.splitlines():
-            line = pending + raw.strip()
-            if line.endswith("\\"):
-                pending = line[:-1] + " "
-                continue
-            pending = ""
-            words = shlex.split(line, comments=True)
-            if words:
-                lines.append((words, line))
-    return lines
+    """(words, line) of each command of the page's sh blocks (continuations joined, comments
+    dropped, the line quoted back from its words)."""
+    return [(words, shlex.join(words)) for block in blocks(page, "sh")
+            for words in command_lines(block)]
 
 
 def python_snippets():
