@@ -165,7 +165,8 @@ bench: configure
 # cluster/local-slurm.sh's two-node Slurm, probes the link between the nodes and writes
 # docs/results/scaling.md (about 45 minutes; needs root for the nodes' namespaces).
 # SCALING_PAUSE=PATTERN[:PATTERN...] stops the processes whose command line holds a PATTERN during
-# each timing window and continues them after it; SCALING_ARGS passes more options.
+# each timing window and continues them after it (not libFuzzer targets: they time inputs on the
+# wall clock and would report a false timeout); SCALING_ARGS passes more options.
 SCALING_PAUSE ?=
 SCALING_ARGS ?=
 bench-scaling: configure

@@ -28,7 +28,9 @@ Each training run and each link probe is one window during which the processes n
 by SCALING_PAUSE (substrings of their command lines, as pgrep -f matches them; SCALING_PAUSE holds
 them separated by ':' and keeps them off this script's own command line, where a `pkill -f
 PATTERN` meant for those processes would also hit this script) are stopped with SIGSTOP; they get
-SIGCONT after the window, on an error and on exit, and --resume-seconds between windows. The
+SIGCONT after the window, on an error and on exit, and --resume-seconds between windows. Do not
+name libFuzzer targets: libFuzzer times each input on the wall clock, so a pause longer than its
+-timeout ends it with a false timeout finding when it continues. The
 page's numbers come only from the CSV files: `--render-only` rewrites the page from them, and
 tests/python/test_scaling_page.py checks that the page is what they give.
 
