@@ -25,24 +25,11 @@ std::vector<std::string> last_checkpoints(const std::string& run_dir, int64_t co
   return paths;
 }
 
-namespace {
-
-// The table's tensors as named views over the flat buffer `out`.
-io::Tensors param_views(const ParamTable& table, float* out) {
-  io::Tensors views;
-  for (const ParamEntry& e : table.entries()) {
-    views.emplace_back(e.name, TensorView<float>(out + e.offset, e.shape));
-  }
-  return views;
-}
-
-}  // namespace
-
 // Through io::Checkpoint: its schema and metadata checksum are checked on open, the group must
 // hold exactly the table's tensors with the table's shapes, and every tensor's checksum is
 // checked as it is read.
 void read_checkpoint_params(const std::string& path, const ParamTable& table, float* out) {
-  io::Checkpoint::open(path).load(io::kParamsGroup, param_views(table, out));
+  io::Checkpoint::open(path).load(io::kParamsGroup, table.named_views(out));
 }
 
 void average_checkpoints(const std::vector<std::string>& paths, const ParamTable& table,
@@ -60,7 +47,7 @@ void average_checkpoints(const std::vector<std::string>& paths, const ParamTable
     } else {
       checkpoint.check_architecture(architecture);
     }
-    checkpoint.load(io::kParamsGroup, param_views(table, one.data()));
+    checkpoint.load(io::kParamsGroup, table.named_views(one.data()));
     for (size_t i = 0; i < size; ++i) sum[i] += static_cast<double>(one[i]);
   }
   const double scale = 1.0 / static_cast<double>(paths.size());

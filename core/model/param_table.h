@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/model/model_config.h"
@@ -46,6 +47,15 @@ class ParamTable {
   TensorView<T> view(T* buffer, int index) const {
     const ParamEntry& e = entry(index);
     return TensorView<T>(buffer + e.offset, e.shape);
+  }
+  // (name, view) of every tensor of a buffer laid out by this table, in table order: what a
+  // checkpoint group is written from and read into.
+  template <typename T>
+  std::vector<std::pair<std::string, TensorView<T>>> named_views(T* buffer) const {
+    std::vector<std::pair<std::string, TensorView<T>>> views;
+    for (const ParamEntry& e : entries_)
+      views.emplace_back(e.name, TensorView<T>(buffer + e.offset, e.shape));
+    return views;
   }
   // Fills a buffer laid out by this table with the initial values (seeded, table order).
   template <typename T>

@@ -22,7 +22,9 @@ class Adam {
   int64_t steps_taken() const { return step_; }
   void set_steps_taken(int64_t step) { step_ = step; }
   std::vector<float>& m() { return m_; }
+  const std::vector<float>& m() const { return m_; }
   std::vector<float>& v() { return v_; }
+  const std::vector<float>& v() const { return v_; }
   const AdamOptions& options() const { return options_; }
 
  private:

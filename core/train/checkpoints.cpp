@@ -29,15 +29,6 @@ std::string architecture(const ModelConfig& m) {
          "\nvocab_size: " + std::to_string(m.vocab_size) + norm_type;
 }
 
-template <typename View, typename Pointer>
-std::vector<std::pair<std::string, View>> named(const ParamTable& table, Pointer buffer) {
-  std::vector<std::pair<std::string, View>> tensors;
-  for (const ParamEntry& e : table.entries()) {
-    tensors.emplace_back(e.name, View(buffer + e.offset, e.shape));
-  }
-  return tensors;
-}
-
 io::CheckpointDir checkpoint_dir(const std::string& run_dir) {
   return io::CheckpointDir(run_dir + "/ckpt");
 }
@@ -56,13 +47,12 @@ void write_checkpoint(const std::string& path, Trainer& trainer) {
   const DataPosition position = trainer.data().position();
   state.data_position = {{"epoch", position.epoch}, {"offset", position.offset}};
   const ParamTable& table = trainer.model().table();
-  using Views = io::ConstTensors;
-  using View = TensorView<const float>;
-  io::save_checkpoint(
-      path, state,
-      {{io::kParamsGroup, named<View>(table, trainer.model().params().data())},
-       {io::kAdamMGroup, Views(named<View>(table, trainer.optimizer().m().data()))},
-       {io::kAdamVGroup, Views(named<View>(table, trainer.optimizer().v().data()))}});
+  const Transformer<float>& model = trainer.model();
+  const Adam& adam = trainer.optimizer();
+  io::save_checkpoint(path, state,
+                      {{io::kParamsGroup, table.named_views(model.params().data())},
+                       {io::kAdamMGroup, table.named_views(adam.m().data())},
+                       {io::kAdamVGroup, table.named_views(adam.v().data())}});
 }
 
 }  // namespace
@@ -104,10 +94,9 @@ CheckpointState load_checkpoint(const std::string& path, Trainer& trainer) {
   const io::Checkpoint checkpoint = io::Checkpoint::open(path);
   checkpoint.check_architecture(architecture(trainer.model().config()));
   const ParamTable& table = trainer.model().table();
-  using View = TensorView<float>;
-  checkpoint.load(io::kParamsGroup, named<View>(table, trainer.model().params().data()));
-  checkpoint.load(io::kAdamMGroup, named<View>(table, trainer.optimizer().m().data()));
-  checkpoint.load(io::kAdamVGroup, named<View>(table, trainer.optimizer().v().data()));
+  checkpoint.load(io::kParamsGroup, table.named_views(trainer.model().params().data()));
+  checkpoint.load(io::kAdamMGroup, table.named_views(trainer.optimizer().m().data()));
+  checkpoint.load(io::kAdamVGroup, table.named_views(trainer.optimizer().v().data()));
   CheckpointState state;
   state.step = checkpoint.state().step;
   // Scalars absent from older checkpoints (the stop state, training time) take `fallback`.

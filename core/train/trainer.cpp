@@ -46,21 +46,20 @@ struct EvalSums {
 // Corpus BLEU is computed from n-gram counts summed over every sentence, so the ranks sum their
 // counts before the score.
 void allreduce(dist::Comm& comm, BleuStats& stats) {
-  constexpr int kOrders = kBleuMaxOrder;
-  int64_t counts[2 * kOrders + 2];
-  for (int n = 0; n < kOrders; ++n) {
+  int64_t counts[2 * kBleuMaxOrder + 2];
+  for (int n = 0; n < kBleuMaxOrder; ++n) {
     counts[n] = stats.matches[static_cast<size_t>(n)];
-    counts[kOrders + n] = stats.totals[static_cast<size_t>(n)];
+    counts[kBleuMaxOrder + n] = stats.totals[static_cast<size_t>(n)];
   }
-  counts[2 * kOrders] = stats.hyp_length;
-  counts[2 * kOrders + 1] = stats.ref_length;
-  comm.allreduce_sum(counts, 2 * kOrders + 2);
-  for (int n = 0; n < kOrders; ++n) {
+  counts[2 * kBleuMaxOrder] = stats.hyp_length;
+  counts[2 * kBleuMaxOrder + 1] = stats.ref_length;
+  comm.allreduce_sum(counts, 2 * kBleuMaxOrder + 2);
+  for (int n = 0; n < kBleuMaxOrder; ++n) {
     stats.matches[static_cast<size_t>(n)] = counts[n];
-    stats.totals[static_cast<size_t>(n)] = counts[kOrders + n];
+    stats.totals[static_cast<size_t>(n)] = counts[kBleuMaxOrder + n];
   }
-  stats.hyp_length = counts[2 * kOrders];
-  stats.ref_length = counts[2 * kOrders + 1];
+  stats.hyp_length = counts[2 * kBleuMaxOrder];
+  stats.ref_length = counts[2 * kBleuMaxOrder + 1];
 }
 
 }  // namespace

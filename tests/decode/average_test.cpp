@@ -31,11 +31,7 @@ void write_checkpoint(const std::string& path, int64_t step, const ParamTable& t
   io::CheckpointState state;
   state.step = step;
   state.architecture = architecture;
-  io::ConstTensors params;
-  for (const ParamEntry& e : table.entries()) {
-    params.emplace_back(e.name, TensorView<const float>(values.data() + e.offset, e.shape));
-  }
-  io::save_checkpoint(path, state, {{io::kParamsGroup, params}});
+  io::save_checkpoint(path, state, {{io::kParamsGroup, table.named_views(values.data())}});
 }
 
 std::vector<float> flat(const ParamTable& table, const std::vector<std::vector<float>>& tensors) {

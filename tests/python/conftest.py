@@ -10,6 +10,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("ATTNLAB_BUILD_DIR", ROOT / "build"))
 
 
+# Open MPI as root on a small shared machine: allow root, more ranks than cores, no pinning; one
+# thread per rank.
+MPI_TEST_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_rmaps_base_oversubscribe": "1",
+                "OMPI_MCA_hwloc_base_binding_policy": "none",
+                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
 @pytest.fixture(scope="session")
 def attnlab():
     """Path of the attnlab binary; the suite fails (not skips) when it has not been built."""

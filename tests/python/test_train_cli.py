@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import ROOT, run_attnlab
+from conftest import MPI_TEST_ENV, ROOT, run_attnlab
 
 TINY = [
     "--set", "model.encoder_layers=1", "--set", "model.decoder_layers=1",
@@ -137,14 +137,11 @@ def test_two_ranks_equal_one_rank_on_the_same_global_batch(attnlab, tmp_path):
     one = tmp_path / "one"
     two = tmp_path / "two"
     train(attnlab, one, "--set", "model.dropout=0.0", steps=20)
-    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_hwloc_base_binding_policy": "none",
-           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     command = ["mpiexec", "-n", "2", str(attnlab), "train", "-c", str(TASK), *TINY,
                "--set", "train.steps=20", "--set", "model.dropout=0.0", "--out", str(two)]
     import os
     result = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, **env})
+                            env={**os.environ, **MPI_TEST_ENV})
     assert result.returncode == 0, result.stderr
     with h5py.File(two / "run.h5", "r") as f:
         assert f.attrs["world_size"] == 2

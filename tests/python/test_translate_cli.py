@@ -11,7 +11,7 @@ import subprocess
 import h5py
 import pytest
 
-from conftest import ROOT, run_attnlab
+from conftest import MPI_TEST_ENV, ROOT, run_attnlab
 
 FIXTURE = ROOT / "tests" / "fixtures" / "bible"
 
@@ -355,13 +355,10 @@ def test_dev_bleu_on_two_ranks_equals_one_rank(attnlab, tmp_path):
     work = make_workdir(tmp_path)
     attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--set", "model.dropout=0.0",
                "--out", "one")
-    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_hwloc_base_binding_policy": "none",
-           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     result = subprocess.run(["mpiexec", "-n", "2", str(attnlab), "train", "-c", "tiny.yaml",
                              "--set", "model.dropout=0.0", "--set", "cluster.ranks=2",
                              "--out", "two"], cwd=work, capture_output=True, text=True,
-                            timeout=300, env={**os.environ, **env})
+                            timeout=300, env={**os.environ, **MPI_TEST_ENV})
     assert result.returncode == 0, result.stderr
     scores = []
     for run in ("one", "two"):
