@@ -54,6 +54,11 @@ struct LrConfig {
   int64_t warmup = 4000;  // warmup steps (noam, inverse_sqrt)
   double scale = 1.0;     // noam: multiplies d_model^-0.5 * min(...)
   double peak = 1e-3;     // constant: the rate; inverse_sqrt: the rate at the end of warmup
+  // Reduce on plateau (fairseq's --lr-shrink/--lr-patience, Marian's --lr-decay-strategy
+  // stalled): after shrink_patience dev evaluations without a new best dev loss, the schedule's
+  // rate is multiplied by `shrink` from then on; 0 = off.
+  double shrink = 0.5;
+  int64_t shrink_patience = 0;
 };
 
 // When training ends before train.steps (fairseq's --patience, Marian's --early-stopping).

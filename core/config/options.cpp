@@ -96,6 +96,7 @@ struct NumberRange {
 const NumberRange kNonNegative{0.0, false, kInf, false};
 const NumberRange kPositive{0.0, true, kInf, false};
 const NumberRange kProbability{0.0, false, 1.0, true};  // [0, 1): a dropout rate or smoothing
+const NumberRange kShrinkFactor{0.0, true, 1.0, true};  // (0, 1): a rate that only decreases
 
 // The builders below take `access`, a generic lambda returning the field of a (const or mutable)
 // ExperimentConfig, written by ATTNLAB_FIELD so that the key is the member path.
@@ -360,6 +361,10 @@ std::vector<Option> build_options() {
       number(ATTNLAB_FIELD(train.lr.scale), kPositive, "noam: multiplies the schedule"),
       number(ATTNLAB_FIELD(train.lr.peak), kPositive,
              "constant: the rate; inverse_sqrt: the rate at the end of warmup"),
+      number(ATTNLAB_FIELD(train.lr.shrink), kShrinkFactor,
+             "multiplies the rate after train.lr.shrink_patience stalled dev evaluations"),
+      integer(ATTNLAB_FIELD(train.lr.shrink_patience), 0, kNoMax,
+              "dev evaluations without a new best dev loss before the rate shrinks; 0 = off"),
       number(ATTNLAB_FIELD(train.label_smoothing), kProbability, "eps_ls"),
       number(ATTNLAB_FIELD(train.clip), kNonNegative, "max global gradient norm; 0 = off"),
       integer(ATTNLAB_FIELD(train.checkpoint_every), 0, kNoMax,

@@ -124,6 +124,12 @@ std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
                                 ") counts dev evaluations, but eval.every is 0 (only one at the "
                                 "end); set eval.every")};
   }
+  if (c.train.lr.shrink_patience > 0 && c.eval.every == 0) {
+    return RuleViolation{{"train.lr.shrink_patience", "eval.every"},
+                         concat("train.lr.shrink_patience (", c.train.lr.shrink_patience,
+                                ") counts dev evaluations, but eval.every is 0 (only one at the "
+                                "end); set eval.every")};
+  }
   return std::nullopt;
 }
 

@@ -229,6 +229,9 @@ void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last) {
     log.set_summary("best_step", static_cast<double>(stopping.best_step));
     log.set_summary("best_dev_loss", stopping.best_loss);
   }
+  if (trainer.config().train.lr.shrink_patience > 0) {
+    log.set_summary("lr_factor", stopping.lr_factor);
+  }
   log.set_summary("final_dev_loss", last.loss);
   log.set_summary("final_dev_nll", last.nll);
   log.set_summary("final_dev_ppl", last.ppl);
@@ -396,6 +399,14 @@ struct RunReporting {
     };
     callbacks.on_best = [this](int64_t) {
       if (lead) save_best_checkpoint(dir, trainer);
+    };
+    callbacks.on_lr_shrunk = [this, &config](int64_t step, double lr_factor) {
+      if (!lead || request.quiet) return;
+      std::fprintf(stderr,
+                   "attnlab: step %ld: %ld dev evaluations without a new best: learning rate "
+                   "x%g, now %g of the schedule\n",
+                   static_cast<long>(step), static_cast<long>(config.train.lr.shrink_patience),
+                   config.train.lr.shrink, lr_factor);
     };
     callbacks.on_checkpoint = [this, &config](int64_t) {
       if (lead) save_checkpoint(dir, trainer, config.train.keep_checkpoints);

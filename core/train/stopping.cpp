@@ -14,7 +14,7 @@ const char* to_string(StopReason reason) {
   return "?";
 }
 
-bool StoppingRule::observe(int64_t step, double dev_loss) {
+Observation StoppingRule::observe(int64_t step, double dev_loss) {
   // A NaN loss never improves, so a diverged run runs out of patience instead of becoming best.
   const bool improved =
       !std::isnan(dev_loss) &&
@@ -23,10 +23,16 @@ bool StoppingRule::observe(int64_t step, double dev_loss) {
     state_.best_loss = dev_loss;
     state_.best_step = step;
     state_.evals_since_best = 0;
-  } else {
-    ++state_.evals_since_best;
+    state_.evals_since_shrink = 0;
+    return {true, false};
   }
-  return improved;
+  ++state_.evals_since_best;
+  ++state_.evals_since_shrink;
+  const int64_t shrink_patience = train_.lr.shrink_patience;
+  if (shrink_patience == 0 || state_.evals_since_shrink < shrink_patience) return {false, false};
+  state_.lr_factor *= train_.lr.shrink;
+  state_.evals_since_shrink = 0;
+  return {false, true};
 }
 
 bool StoppingRule::patience_exhausted() const {

@@ -1,6 +1,7 @@
-// When a run stops before train.steps: patience on the dev loss (fairseq's --patience, Marian's
-// --early-stopping) and a limit on epochs. The state is three numbers saved in every checkpoint,
-// so a resumed run stops exactly where an uninterrupted one does.
+// What the dev loss decides besides the step cap: when a run stops (patience on the dev loss, as
+// fairseq's --patience and Marian's --early-stopping; a limit on epochs) and when its learning
+// rate shrinks (reduce on plateau, train.lr.shrink). The state is five numbers saved in every
+// checkpoint, so a resumed run shrinks and stops exactly where an uninterrupted one does.
 #pragma once
 
 #include <cstdint>
@@ -17,16 +18,23 @@ const char* to_string(StopReason reason);
 struct StopState {
   double best_loss = std::numeric_limits<double>::infinity();  // lowest dev loss so far
   int64_t best_step = 0;                                       // the step it was reached at
-  int64_t evals_since_best = 0;  // evaluations since then that did not improve on it
+  int64_t evals_since_best = 0;    // evaluations since then that did not improve on it
+  double lr_factor = 1.0;          // train.lr.shrink ^ (shrinks so far), multiplies the schedule
+  int64_t evals_since_shrink = 0;  // stalled evaluations since the best or the last shrink
+};
+
+// What one dev evaluation changed.
+struct Observation {
+  bool best = false;       // it lowered the best dev loss by more than train.stop.min_delta
+  bool lr_shrunk = false;  // it was the train.lr.shrink_patience-th stalled one: the rate shrank
 };
 
 class StoppingRule {
  public:
   explicit StoppingRule(const TrainConfig& train) : train_(train) {}
 
-  // Records one dev evaluation; true when it is the new best, i.e. it lowers the best loss by
-  // more than train.stop.min_delta (the first evaluation always is).
-  bool observe(int64_t step, double dev_loss);
+  // Records one dev evaluation (the first one is always the best so far).
+  Observation observe(int64_t step, double dev_loss);
   // train.stop.patience evaluations in a row did not improve.
   bool patience_exhausted() const;
   // The data source has started epoch `epoch` (0-based): train.max_epochs passes are done.

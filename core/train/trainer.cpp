@@ -129,7 +129,7 @@ void Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
   }
   row.grad_norm = clip_global_norm(grads, size, config_.train.clip);
   ++step_;
-  row.lr = schedule_.rate(step_);
+  row.lr = schedule_.rate(step_) * stopping_.state().lr_factor;
   adam_.step(model_.params().data(), grads, row.lr);
   tokens_ += static_cast<int64_t>(tokens);
   row.step = step_;
@@ -182,7 +182,11 @@ TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
     if ((config_.eval.every > 0 && step_ % config_.eval.every == 0) || finished) {
       EvalRow eval = evaluate(true, config_.eval.bleu_during_training);
       if (callbacks.on_eval) callbacks.on_eval(eval);
-      if (stopping_.observe(step_, eval.loss) && callbacks.on_best) callbacks.on_best(step_);
+      const Observation seen = stopping_.observe(step_, eval.loss);
+      if (seen.best && callbacks.on_best) callbacks.on_best(step_);
+      if (seen.lr_shrunk && callbacks.on_lr_shrunk) {
+        callbacks.on_lr_shrunk(step_, stopping_.state().lr_factor);
+      }
       if (!finished && stopping_.patience_exhausted()) {
         finished = true;
         stop_reason_ = StopReason::kPatience;

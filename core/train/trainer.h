@@ -43,9 +43,11 @@ struct EvalRow {
 enum class TrainOutcome { kCompleted, kPreempted };
 
 struct TrainerCallbacks {
-  std::function<void(const TrainRow&)> on_step;     // every step
-  std::function<void(const EvalRow&)> on_eval;      // every evaluation
-  std::function<void(int64_t step)> on_best;        // after an evaluation that is the new best
+  std::function<void(const TrainRow&)> on_step;  // every step
+  std::function<void(const EvalRow&)> on_eval;   // every evaluation
+  std::function<void(int64_t step)> on_best;     // after an evaluation that is the new best
+  // After the evaluation that shrank the learning rate (train.lr.shrink), with the new factor.
+  std::function<void(int64_t step, double lr_factor)> on_lr_shrunk;
   std::function<void(int64_t step)> on_checkpoint;  // every train.checkpoint_every steps
   // At step 1 (gradients at the initial parameters) and every log.diagnostics_every steps, with
   // the step's final gradients (summed over ranks, divided by tokens, before clipping) in

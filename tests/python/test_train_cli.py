@@ -210,31 +210,74 @@ def test_patience_stops_at_the_step_the_dev_losses_say_and_keeps_the_best(attnla
     assert re.search(rf"completed\s+{stop_step}/2000 patience", status), status
 
 
+# Reduce on plateau: the rate halves at every stalled evaluation.
+SHRINK = ["--set", "train.lr.shrink=0.5", "--set", "train.lr.shrink_patience=1"]
+
+
+def expected_lr_factors(train_steps, eval_steps, losses, shrink, shrink_patience, min_delta):
+    """The factor on the schedule's rate at each training step, and after the last evaluation
+    (plain Python): it changes at the evaluation that completes shrink_patience stalled ones and
+    applies from the next step on."""
+    best, since_shrink, factor, after = float("inf"), 0, 1.0, {}
+    for step, loss in zip(eval_steps, losses):
+        if loss < best - min_delta:
+            best, since_shrink = loss, 0
+        else:
+            since_shrink += 1
+            if since_shrink >= shrink_patience:
+                factor, since_shrink = factor * shrink, 0
+        after[int(step)] = factor
+    factors, current = [], 1.0
+    for step in train_steps:
+        factors.append(current)
+        current = after.get(int(step), current)
+    return np.array(factors), factor
+
+
+def test_the_rate_shrinks_after_the_evaluations_the_dev_losses_say(attnlab, tmp_path):
+    shrunk, plain = tmp_path / "shrunk", tmp_path / "plain"
+    result = train(attnlab, shrunk, *STOP, *SHRINK, steps=200)
+    eval_steps = series(shrunk / "run.h5", "eval", "step")
+    losses = series(shrunk / "run.h5", "eval", "loss")
+    train_steps = series(shrunk / "run.h5", "train", "step")
+    factors, final = expected_lr_factors(train_steps, eval_steps, losses, 0.5, 1, 0.05)
+    assert final < 1.0, "no evaluation stalled: the test needs one"
+    # The schedule is a function of the step alone, so a run without the rule gives its rates.
+    train(attnlab, plain, steps=int(train_steps[-1]))
+    schedule = series(plain / "run.h5", "train", "lr")
+    np.testing.assert_allclose(series(shrunk / "run.h5", "train", "lr"), schedule * factors,
+                               rtol=1e-12)
+    assert summary(shrunk / "run.h5")["lr_factor"] == final
+    assert "learning rate x0.5" in result.stderr
+
+
 def test_a_run_resumed_under_patience_stops_where_an_uninterrupted_one_does(attnlab, tmp_path):
+    # With the rate shrinking too: a resumed run keeps the shrink state as well as the patience.
     straight = tmp_path / "straight"
-    train(attnlab, straight, *STOP, steps=2000)
+    train(attnlab, straight, *STOP, *SHRINK, steps=2000)
     stop_step = int(series(straight / "run.h5", "eval", "step")[-1])
     interrupted = tmp_path / "interrupted"
     command = [str(attnlab), "train", "-c", str(TASK), *TINY, "--set", "train.steps=2000", *STOP,
-               "--out", str(interrupted)]
+               *SHRINK, "--out", str(interrupted)]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                                     "PATH": "/usr/bin:/bin"})
-    # Stop once the run is past its first evaluations but before patience ends it.
+    # Stop once the rate has shrunk, before patience ends the run.
     for line in process.stderr:
-        if line.startswith("eval step ") and int(line.split()[2].rstrip(":")) >= stop_step // 2:
+        if "learning rate x0.5" in line:
             process.send_signal(signal.SIGTERM)
             break
     process.communicate(timeout=300)
     assert process.returncode == 3
     assert summary(interrupted / "run.h5")["stop_reason"] == "preempted"
-    resumed = train(attnlab, interrupted, *STOP, steps=2000)
+    resumed = train(attnlab, interrupted, *STOP, *SHRINK, steps=2000)
     assert "resuming" in resumed.stderr
-    for group, column in (("eval", "step"), ("eval", "loss"), ("train", "loss")):
+    for group, column in (("eval", "step"), ("eval", "loss"), ("train", "loss"), ("train", "lr")):
         np.testing.assert_array_equal(series(straight / "run.h5", group, column),
                                       series(interrupted / "run.h5", group, column))
     a, b = summary(straight / "run.h5"), summary(interrupted / "run.h5")
-    for key in ("stop_reason", "steps", "best_step", "best_dev_loss", "final_dev_loss"):
+    for key in ("stop_reason", "steps", "best_step", "best_dev_loss", "final_dev_loss",
+                "lr_factor"):
         assert a[key] == b[key], key
     with h5py.File(straight / "ckpt/best.h5", "r") as fa, \
             h5py.File(interrupted / "ckpt/best.h5", "r") as fb:
@@ -244,7 +287,7 @@ def test_a_run_resumed_under_patience_stops_where_an_uninterrupted_one_does(attn
     # trains no further step.
     with h5py.File(interrupted / "run.h5", "r+") as f:
         f.attrs["status"] = "preempted"
-    again = train(attnlab, interrupted, *STOP, steps=2000)
+    again = train(attnlab, interrupted, *STOP, *SHRINK, steps=2000)
     assert f"completed (patience)" in again.stdout
     assert int(series(interrupted / "run.h5", "train", "step")[-1]) == stop_step
 
@@ -268,6 +311,14 @@ def test_patience_without_evaluations_is_a_config_error(attnlab, tmp_path):
                    "--set", "eval.every=0", check=False)
     assert result.returncode == 2
     assert "train.stop.patience" in result.stderr and "eval.every" in result.stderr
+    result = train(attnlab, tmp_path / "run", "--set", "train.lr.shrink_patience=3",
+                   "--set", "eval.every=0", check=False)
+    assert result.returncode == 2
+    assert "train.lr.shrink_patience" in result.stderr and "eval.every" in result.stderr
+    # A factor of 1 would never shrink: only (0, 1) is a shrink.
+    result = train(attnlab, tmp_path / "run", "--set", "train.lr.shrink=1", check=False)
+    assert result.returncode == 2
+    assert "train.lr.shrink" in result.stderr and "(0.0, 1.0)" in result.stderr, result.stderr
 
 
 # Steps of about a second, so that a second Ctrl-C lands while the first one's step is in flight.

@@ -1,5 +1,5 @@
 // StoppingRule against hand-worked sequences of dev losses: what counts as an improvement, when
-// patience runs out, and when the epoch limit is reached.
+// patience runs out, when the learning rate shrinks, and when the epoch limit is reached.
 #include "core/train/stopping.h"
 
 #include <gtest/gtest.h>
@@ -19,23 +19,23 @@ TrainConfig with_patience(int64_t patience, double min_delta) {
 
 TEST(StoppingRule, PatienceCountsEvaluationsSinceTheBestByMoreThanMinDelta) {
   StoppingRule rule(with_patience(2, 0.05));
-  EXPECT_TRUE(rule.observe(100, 3.00));   // the first evaluation is the best so far
-  EXPECT_TRUE(rule.observe(200, 2.90));   // 0.10 lower: an improvement
-  EXPECT_FALSE(rule.observe(300, 2.86));  // 0.04 lower: within min_delta, not an improvement
+  EXPECT_TRUE(rule.observe(100, 3.00).best);   // the first evaluation is the best so far
+  EXPECT_TRUE(rule.observe(200, 2.90).best);   // 0.10 lower: an improvement
+  EXPECT_FALSE(rule.observe(300, 2.86).best);  // 0.04 lower: within min_delta, not an improvement
   EXPECT_FALSE(rule.patience_exhausted());
-  EXPECT_TRUE(rule.observe(400, 2.84));  // 0.06 below the best (2.90): an improvement again
+  EXPECT_TRUE(rule.observe(400, 2.84).best);  // 0.06 below the best (2.90): an improvement again
   EXPECT_EQ(rule.state().best_step, 400);
   EXPECT_DOUBLE_EQ(rule.state().best_loss, 2.84);
-  EXPECT_FALSE(rule.observe(500, 2.85));
+  EXPECT_FALSE(rule.observe(500, 2.85).best);
   EXPECT_FALSE(rule.patience_exhausted());
-  EXPECT_FALSE(rule.observe(600, 2.80));  // 0.04 below 2.84: still no
+  EXPECT_FALSE(rule.observe(600, 2.80).best);  // 0.04 below 2.84: still no
   EXPECT_TRUE(rule.patience_exhausted());
   EXPECT_EQ(rule.state().evals_since_best, 2);
 }
 
 TEST(StoppingRule, NanNeverImprovesAndPatienceZeroNeverStops) {
   StoppingRule rule(with_patience(1, 0.0));
-  EXPECT_FALSE(rule.observe(10, std::numeric_limits<double>::quiet_NaN()));
+  EXPECT_FALSE(rule.observe(10, std::numeric_limits<double>::quiet_NaN()).best);
   EXPECT_TRUE(rule.patience_exhausted());
   StoppingRule off(with_patience(0, 0.0));
   for (int step = 1; step <= 50; ++step) off.observe(step, 5.0);
@@ -50,11 +50,37 @@ TEST(StoppingRule, RestoredStateContinuesWhereItWas) {
   StoppingRule second(with_patience(3, 0.0));
   second.restore(first.state());
   for (StoppingRule* rule : {&first, &second}) {
-    EXPECT_FALSE(rule->observe(3, 2.1));
+    EXPECT_FALSE(rule->observe(3, 2.1).best);
     EXPECT_FALSE(rule->patience_exhausted());
-    EXPECT_FALSE(rule->observe(4, 2.0));  // equal to the best is no improvement
+    EXPECT_FALSE(rule->observe(4, 2.0).best);  // equal to the best is no improvement
     EXPECT_TRUE(rule->patience_exhausted());
   }
+}
+
+TEST(StoppingRule, RateShrinksAfterShrinkPatienceStalledEvaluationsAndResetsOnABest) {
+  TrainConfig train = with_patience(5, 0.0);
+  train.lr.shrink = 0.5;
+  train.lr.shrink_patience = 2;
+  StoppingRule rule(train);
+  EXPECT_TRUE(rule.observe(1, 3.0).best);
+  EXPECT_FALSE(rule.observe(2, 3.1).lr_shrunk);     // one stalled evaluation
+  const Observation second = rule.observe(3, 3.0);  // two: the rate shrinks
+  EXPECT_FALSE(second.best);
+  EXPECT_TRUE(second.lr_shrunk);
+  EXPECT_DOUBLE_EQ(rule.state().lr_factor, 0.5);
+  EXPECT_FALSE(rule.observe(4, 3.2).lr_shrunk);  // the count starts again after a shrink
+  EXPECT_TRUE(rule.observe(5, 3.3).lr_shrunk);
+  EXPECT_DOUBLE_EQ(rule.state().lr_factor, 0.25);
+  EXPECT_EQ(rule.state().evals_since_best, 4);  // patience counts from the best, not the shrink
+  EXPECT_TRUE(rule.observe(6, 2.9).best);       // a new best resets both counts...
+  EXPECT_FALSE(rule.observe(7, 3.0).lr_shrunk);
+  EXPECT_DOUBLE_EQ(rule.state().lr_factor, 0.25);  // ...but never raises the rate again
+  EXPECT_TRUE(rule.observe(8, 3.0).lr_shrunk);
+  EXPECT_DOUBLE_EQ(rule.state().lr_factor, 0.125);
+  // Off (shrink_patience 0): the factor stays 1 however long the dev loss stalls.
+  StoppingRule off(with_patience(0, 0.0));
+  for (int step = 1; step <= 20; ++step) EXPECT_FALSE(off.observe(step, 5.0).lr_shrunk);
+  EXPECT_DOUBLE_EQ(off.state().lr_factor, 1.0);
 }
 
 TEST(StoppingRule, EpochLimit) {
