@@ -41,15 +41,6 @@ RunStatus parse_run_status(const std::string& text) {
   return RunStatus::failed;
 }
 
-const char* to_string(AttentionStack stack) {
-  switch (stack) {
-    case AttentionStack::encoder_self: return "encoder_self";
-    case AttentionStack::decoder_self: return "decoder_self";
-    case AttentionStack::decoder_cross: return "decoder_cross";
-  }
-  return "unknown";
-}
-
 namespace {
 
 std::string host_name() {
@@ -285,8 +276,8 @@ void RunLog::write_attention(const std::string& probe, AttentionStack stack, int
   h5::Group group = attention.group(probe);
   auto source = static_cast<int64_t>(group.get_strings("source_tokens").size());
   auto target = static_cast<int64_t>(group.get_strings("target_tokens").size());
-  int64_t rows = stack == AttentionStack::encoder_self ? source : target;
-  int64_t cols = stack == AttentionStack::decoder_self ? target : source;
+  int64_t rows = stack == AttentionStack::kEncoderSelf ? source : target;
+  int64_t cols = stack == AttentionStack::kDecoderSelf ? target : source;
   const Shape& shape = weights.shape();
   CHECK(shape.rank() == 3 && shape[0] > 0 && shape[1] == rows && shape[2] == cols)
       << group.where() << ": " << to_string(stack) << " layer " << layer << " attention has shape "

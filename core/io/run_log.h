@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/io/h5.h"
+#include "core/model/attention_stack.h"
 #include "core/tensor/tensor.h"
 
 namespace attnlab::io {
@@ -54,12 +55,6 @@ struct RunInfo {
 using Row = std::vector<std::pair<std::string, double>>;
 // Flattened config as (key, value text) pairs, e.g. ("model.heads", "8") (config::flatten).
 using ConfigEntries = std::vector<std::pair<std::string, std::string>>;
-
-// The three attention maps of the Transformer, with their shapes for a probe of S source and T
-// target tokens: encoder self-attention (H,S,S), decoder self-attention (H,T,T), decoder
-// attention over the encoder output (H,T,S).
-enum class AttentionStack { encoder_self, decoder_self, decoder_cross };
-const char* to_string(AttentionStack stack);
 
 class RunLog {
  public:

@@ -105,32 +105,28 @@ T Transformer<T>::attention_scale(const AttentionParams& p) const {
 }
 
 template <typename T>
-TensorView<const T> Transformer<T>::attention_probs(int stack, int64_t layer) const {
-  CHECK(stack >= 0 && stack <= 2) << "attention stack must be 0 (encoder), 1 (decoder self) or 2 "
-                                  << "(decoder cross), got " << stack;
-  const auto& layers = stack == 0 ? enc_.layers : dec_.layers;
-  CHECK(layer >= 0 && layer < static_cast<int64_t>(layers.size()))
-      << "attention layer " << layer << " out of range [0, " << layers.size() << ")";
+TensorView<const T> Transformer<T>::attention_probs(AttentionStack stack, int64_t layer) const {
   return attention_activations(stack, layer).probs;
 }
 
 template <typename T>
-const AttentionActivations<T>& Transformer<T>::attention_activations(int stack,
+const AttentionActivations<T>& Transformer<T>::attention_activations(AttentionStack stack,
                                                                      int64_t layer) const {
-  CHECK(stack >= 0 && stack <= 2) << "attention stack must be 0 (encoder), 1 (decoder self) or 2 "
-                                  << "(decoder cross), got " << stack;
-  const auto& layers = stack == 0 ? enc_.layers : dec_.layers;
+  const auto& layers = in_decoder(stack) ? dec_.layers : enc_.layers;
   CHECK(layer >= 0 && layer < static_cast<int64_t>(layers.size()))
-      << "attention layer " << layer << " out of range [0, " << layers.size() << ")";
-  if (!tiled()) return layers[static_cast<size_t>(layer)][stack == 2 ? 1 : 0].attention;
+      << to_string(stack) << " attention layer " << layer << " out of range [0, " << layers.size()
+      << ")";
+  const size_t index = static_cast<size_t>(layer);
+  if (!tiled()) return layers[index][stack == AttentionStack::kDecoderCross ? 1 : 0].attention;
   compute_probe_probabilities();
-  return probe_.blocks[stack][static_cast<size_t>(layer)];
+  return probe_.blocks[static_cast<int>(stack)][index];
 }
 
 template <typename T>
-ops::AttentionMask Transformer<T>::attention_mask(int stack) const {
+ops::AttentionMask Transformer<T>::attention_mask(AttentionStack stack) const {
   // Keys are source tokens except in decoder self-attention, which is also causal.
-  if (stack == 1) return ops::AttentionMask{tgt_padding_.data(), true, 0};
+  if (stack == AttentionStack::kDecoderSelf)
+    return ops::AttentionMask{tgt_padding_.data(), true, 0};
   return ops::AttentionMask{src_padding_.data(), false, 0};
 }
 
@@ -138,11 +134,16 @@ template <typename T>
 void Transformer<T>::compute_probe_probabilities() const {
   if (probe_.ready) return;
   CHECK(batch_ > 0) << "attention probabilities need a forward() first";
-  const int stacks = full_forward_ ? 3 : 1;  // encode() runs the encoder only
+  // encode() runs the encoder only: its maps are computed, the decoder's left empty.
+  auto computed = [&](AttentionStack stack) {
+    return full_forward_ || stack == AttentionStack::kEncoderSelf;
+  };
+  auto block = [](AttentionStack stack) { return stack == AttentionStack::kDecoderCross ? 1 : 0; };
   size_t total = 0, largest_out = 0;
-  for (int stack = 0; stack < stacks; ++stack) {
-    for (const auto& layer : stack == 0 ? enc_.layers : dec_.layers) {
-      const AttentionActivations<T>& a = layer[stack == 2 ? 1 : 0].attention;
+  for (AttentionStack stack : kAttentionStacks) {
+    if (!computed(stack)) continue;
+    for (const auto& layer : in_decoder(stack) ? dec_.layers : enc_.layers) {
+      const AttentionActivations<T>& a = layer[block(stack)].attention;
       const int64_t B = a.q_heads.dim(0), H = a.q_heads.dim(1), Tq = a.q_heads.dim(2);
       total += static_cast<size_t>(B * H * Tq * a.k_heads.dim(2));
       largest_out = std::max(largest_out, static_cast<size_t>(B * H * Tq * a.v_heads.dim(3)));
@@ -151,35 +152,38 @@ void Transformer<T>::compute_probe_probabilities() const {
   probe_.probs.assign(total, T(0));
   probe_.scratch_out.assign(largest_out, T(0));
   size_t used = 0;
-  for (int stack = 0; stack < 3; ++stack) {
-    const auto& layers = stack == 0 ? enc_.layers : dec_.layers;
-    const std::vector<LayerParams>& params = stack == 0 ? encoder_ : decoder_;
-    probe_.blocks[stack].clear();
+  for (AttentionStack stack : kAttentionStacks) {
+    const auto& layers = in_decoder(stack) ? dec_.layers : enc_.layers;
+    const std::vector<LayerParams>& params = in_decoder(stack) ? decoder_ : encoder_;
+    std::vector<AttentionActivations<T>>& blocks = probe_.blocks[static_cast<int>(stack)];
+    blocks.clear();
     for (size_t i = 0; i < layers.size(); ++i) {
-      AttentionActivations<T> a = layers[i][stack == 2 ? 1 : 0].attention;
-      if (stack < stacks) {
+      AttentionActivations<T> a = layers[i][block(stack)].attention;
+      if (computed(stack)) {
         const int64_t B = a.q_heads.dim(0), H = a.q_heads.dim(1), Tq = a.q_heads.dim(2);
         const Shape probs_shape({B, H, Tq, a.k_heads.dim(2)});
         a.probs = TensorView<T>(probe_.probs.data() + used, probs_shape);
         used += static_cast<size_t>(probs_shape.numel());
         // The standard kernel on the saved projections, without dropout (maps are read after
         // evaluation forwards).
-        const AttentionParams& p = stack == 2 ? params[i].cross_attn : params[i].self_attn;
+        const AttentionParams& p =
+            stack == AttentionStack::kDecoderCross ? params[i].cross_attn : params[i].self_attn;
         ops::attention_forward<T>(
             TensorView<T>(probe_.scratch_out.data(), Shape({B, H, Tq, a.v_heads.dim(3)})), a.probs,
             a.q_heads, a.k_heads, a.v_heads, attention_mask(stack), attention_scale(p));
       }
-      probe_.blocks[stack].push_back(a);
+      blocks.push_back(a);
     }
   }
   probe_.ready = true;
 }
 
 template <typename T>
-const AttentionParams& Transformer<T>::attention_block_params(int stack, int64_t layer) const {
-  attention_probs(stack, layer);
-  const LayerParams& p = (stack == 0 ? encoder_ : decoder_)[static_cast<size_t>(layer)];
-  return stack == 2 ? p.cross_attn : p.self_attn;
+const AttentionParams& Transformer<T>::attention_block_params(AttentionStack stack,
+                                                              int64_t layer) const {
+  attention_probs(stack, layer);  // checks the layer
+  const LayerParams& p = (in_decoder(stack) ? decoder_ : encoder_)[static_cast<size_t>(layer)];
+  return stack == AttentionStack::kDecoderCross ? p.cross_attn : p.self_attn;
 }
 
 template <typename T>

@@ -11,6 +11,7 @@
 
 #include "core/data/batch.h"
 #include "core/model/arena.h"
+#include "core/model/attention_stack.h"
 #include "core/model/model_config.h"
 #include "core/model/param_table.h"
 #include "core/model/sublayer.h"
@@ -108,18 +109,17 @@ class Transformer {
 
   // Logits of the last forward, (B*T, N) as log-probabilities.
   TensorView<const T> log_probs() const { return log_probs_; }
-  // Attention probabilities of the last forward: stack 0 encoder self, 1 decoder self,
-  // 2 decoder cross; (B,H,T,S). With model.attention = tiled they are not stored by forward: the
-  // first request after a forward computes every block's map through the standard kernel from
-  // the saved projections (views stay valid until the next forward).
-  TensorView<const T> attention_probs(int stack, int64_t layer) const;
+  // Attention probabilities of the last forward, (B,H,T,S). With model.attention = tiled they are
+  // not stored by forward: the first request after a forward computes every block's map through the
+  // standard kernel from the saved projections (views stay valid until the next forward).
+  TensorView<const T> attention_probs(AttentionStack stack, int64_t layer) const;
   // Saved activations of attention block `layer` of `stack` (as for attention_probs) from the
   // last forward: projected heads and probabilities, for diagnostics.
-  const AttentionActivations<T>& attention_activations(int stack, int64_t layer) const;
+  const AttentionActivations<T>& attention_activations(AttentionStack stack, int64_t layer) const;
   // The masks attention used in the last forward (stack as for attention_probs).
-  ops::AttentionMask attention_mask(int stack) const;
+  ops::AttentionMask attention_mask(AttentionStack stack) const;
   // The parameters of that block.
-  const AttentionParams& attention_block_params(int stack, int64_t layer) const;
+  const AttentionParams& attention_block_params(AttentionStack stack, int64_t layer) const;
   // The scale applied to logits of an attention block (fixed, or the learned parameter).
   T attention_scale(const AttentionParams& p) const;
   // The encoder output of the last forward, (B,S,D).

@@ -40,10 +40,11 @@ template <typename T>
 void Transformer<T>::stack_forward(StackActivations<T>& acts,
                                    const std::vector<LayerParams>& layers, bool decoder,
                                    bool training, uint64_t seed) {
-  const int stack = decoder ? 1 : 0;
+  const AttentionStack self = decoder ? AttentionStack::kDecoderSelf : AttentionStack::kEncoderSelf;
+  const int stack = decoder ? 1 : 0;  // dropout streams: 0 encoder, 1 decoder
   const float p_drop = training ? static_cast<float>(config_.dropout) : 0.0f;
-  const ops::AttentionMask self_mask = attention_mask(stack);
-  const ops::AttentionMask cross_mask = attention_mask(2);
+  const ops::AttentionMask self_mask = attention_mask(self);
+  const ops::AttentionMask cross_mask = attention_mask(AttentionStack::kDecoderCross);
   for (size_t i = 0; i < layers.size(); ++i) {
     const LayerParams& p = layers[i];
     const size_t sublayers = acts.layers[i].size();
@@ -82,10 +83,11 @@ template <typename T>
 TensorView<T> Transformer<T>::stack_backward(StackActivations<T>& acts,
                                              const std::vector<LayerParams>& layers, bool decoder,
                                              TensorView<T> dout, uint64_t seed) {
-  const int stack = decoder ? 1 : 0;
+  const AttentionStack self = decoder ? AttentionStack::kDecoderSelf : AttentionStack::kEncoderSelf;
+  const int stack = decoder ? 1 : 0;  // dropout streams: 0 encoder, 1 decoder
   const float p_drop = training_ ? static_cast<float>(config_.dropout) : 0.0f;
-  const ops::AttentionMask self_mask = attention_mask(stack);
-  const ops::AttentionMask cross_mask = attention_mask(2);
+  const ops::AttentionMask self_mask = attention_mask(self);
+  const ops::AttentionMask cross_mask = attention_mask(AttentionStack::kDecoderCross);
   StreamGradients<T> grads{dout, shaped(pool_tmp1_, dout.shape()),
                            shaped(pool_tmp2_, dout.shape())};
   if (sublayer_.pre_norm()) {

@@ -74,13 +74,12 @@ AttentionStatistics attention_statistics(Transformer<float>& model, const Batch&
   const ModelConfig& c = model.config();
   AttentionStatistics stats;
   stats.heads = c.heads;
-  const char* names[] = {"encoder_self", "decoder_self", "decoder_cross"};
-  for (int stack = 0; stack < 3; ++stack) {
-    const int64_t layers = stack == 0 ? c.encoder_layers : c.decoder_layers;
-    const bool queries_are_source = stack == 0;
-    const bool keys_are_source = stack != 1;
+  for (AttentionStack stack : kAttentionStacks) {
+    const int64_t layers = in_decoder(stack) ? c.decoder_layers : c.encoder_layers;
+    const bool queries_are_source = stack == AttentionStack::kEncoderSelf;
+    const bool keys_are_source = stack != AttentionStack::kDecoderSelf;
     for (int64_t layer = 0; layer < layers; ++layer) {
-      stats.labels.push_back(std::string(names[stack]) + ".layers." + std::to_string(layer));
+      stats.labels.push_back(std::string(to_string(stack)) + ".layers." + std::to_string(layer));
       const AttentionActivations<float>& a = model.attention_activations(stack, layer);
       const float scale = model.attention_scale(model.attention_block_params(stack, layer));
       const int64_t B = a.probs.dim(0), H = a.probs.dim(1), Tq = a.probs.dim(2),
@@ -107,7 +106,8 @@ AttentionStatistics attention_statistics(Transformer<float>& model, const Batch&
               const int32_t key_token =
                   keys_are_source ? probe.src[static_cast<size_t>(b * probe.src_length + s)]
                                   : probe.tgt_in[static_cast<size_t>(b * probe.tgt_length + s)];
-              if (key_token == c.pad_id || (stack == 1 && s > t)) continue;
+              if (key_token == c.pad_id || (stack == AttentionStack::kDecoderSelf && s > t))
+                continue;
               const float* k = a.k_heads.data() + ((b * H + h) * Sk + s) * K;
               double dot = 0.0;
               for (int64_t j = 0; j < K; ++j) dot += static_cast<double>(q[j]) * k[j];

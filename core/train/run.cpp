@@ -111,14 +111,11 @@ void write_probe(Transformer<float>& model, const DataSource& data, io::RunLog& 
   for (int32_t id : probe.tgt_in) target.push_back(data.piece(id));
   log.set_attention_probe(name, source, target);
   const ModelConfig& c = model.config();
-  const io::AttentionStack stacks[] = {io::AttentionStack::encoder_self,
-                                       io::AttentionStack::decoder_self,
-                                       io::AttentionStack::decoder_cross};
-  for (int stack = 0; stack < 3; ++stack) {
-    const int64_t layers = stack == 0 ? c.encoder_layers : c.decoder_layers;
+  for (AttentionStack stack : kAttentionStacks) {
+    const int64_t layers = in_decoder(stack) ? c.decoder_layers : c.encoder_layers;
     for (int64_t layer = 0; layer < layers; ++layer) {
       TensorView<const float> probs = model.attention_probs(stack, layer);
-      log.write_attention(name, stacks[stack], static_cast<int>(layer),
+      log.write_attention(name, stack, static_cast<int>(layer),
                           probs.reshape({probs.dim(1), probs.dim(2), probs.dim(3)}));
     }
   }

@@ -261,18 +261,18 @@ TEST(RunLog, AttentionMapsMatchTheProbeTokens) {
     RunLog log = RunLog::create(path, sample_info(), {});
     TensorView<const float> cross_view(cross.data(), Shape{2, 3, 4});
     expect_error(
-        [&] { log.write_attention("probe_0", AttentionStack::decoder_cross, 0, cross_view); },
+        [&] { log.write_attention("probe_0", AttentionStack::kDecoderCross, 0, cross_view); },
         {"probe 'probe_0' has no tokens"});
     log.set_attention_probe("probe_0", {"a", "b", "c", "</s>"}, {"x", "y", "</s>"});
-    log.write_attention("probe_0", AttentionStack::decoder_cross, 1, cross_view);
-    log.write_attention("probe_0", AttentionStack::encoder_self, 0,
+    log.write_attention("probe_0", AttentionStack::kDecoderCross, 1, cross_view);
+    log.write_attention("probe_0", AttentionStack::kEncoderSelf, 0,
                         TensorView<const float>(encoder.data(), Shape{2, 4, 4}));
     expect_error(
-        [&] { log.write_attention("probe_0", AttentionStack::decoder_self, 0, cross_view); },
+        [&] { log.write_attention("probe_0", AttentionStack::kDecoderSelf, 0, cross_view); },
         {"/attention/probe_0", "decoder_self layer 0 attention has shape (2,3,4)",
          "expected (H,3,3)"});
     cross[0] = 0.5f;
-    log.write_attention("probe_0", AttentionStack::decoder_cross, 1, cross_view);  // replaces
+    log.write_attention("probe_0", AttentionStack::kDecoderCross, 1, cross_view);  // replaces
   }
   h5::File file = h5::File::open(path, h5::Access::read);
   h5::Group probe = file.root().group("attention").group("probe_0");

@@ -93,11 +93,11 @@ void write_run(const std::string& dir) {
     std::vector<float> encoder = attention(S, S, layer);
     std::vector<float> decoder = attention(T, T, 10 + layer);
     std::vector<float> cross = attention(T, S, 20 + layer);
-    log.write_attention("probe_0", io::AttentionStack::encoder_self, layer,
+    log.write_attention("probe_0", AttentionStack::kEncoderSelf, layer,
                         TensorView<const float>(encoder.data(), Shape{kHeads, S, S}));
-    log.write_attention("probe_0", io::AttentionStack::decoder_self, layer,
+    log.write_attention("probe_0", AttentionStack::kDecoderSelf, layer,
                         TensorView<const float>(decoder.data(), Shape{kHeads, T, T}));
-    log.write_attention("probe_0", io::AttentionStack::decoder_cross, layer,
+    log.write_attention("probe_0", AttentionStack::kDecoderCross, layer,
                         TensorView<const float>(cross.data(), Shape{kHeads, T, S}));
   }
   log.set_summary("final_train_loss", 8.0 * std::exp(-kSteps / 20.0) + 1.0);

@@ -123,9 +123,9 @@ TEST(TiledModelProbe, AttentionMapsEqualStandard) {
   const Batch batch = long_batch();
   standard.forward(batch, 0.0f, false, 0);
   tiled.forward(batch, 0.0f, false, 0);
-  for (int stack = 0; stack < 3; ++stack) {
+  for (AttentionStack stack : kAttentionStacks) {
     for (int64_t layer = 0; layer < 2; ++layer) {
-      SCOPED_TRACE("stack " + std::to_string(stack) + " layer " + std::to_string(layer));
+      SCOPED_TRACE(std::string(to_string(stack)) + " layer " + std::to_string(layer));
       TensorView<const float> expected = standard.attention_probs(stack, layer);
       TensorView<const float> got = tiled.attention_probs(stack, layer);
       ASSERT_EQ(got.shape(), expected.shape());
@@ -145,7 +145,7 @@ TEST(TiledModelProbe, AttentionMapsEqualStandard) {
   shorter.tgt_in.resize(66);
   shorter.tgt_out.resize(66);
   tiled.forward(shorter, 0.0f, false, 0);
-  EXPECT_EQ(tiled.attention_probs(2, 1).shape(), Shape({1, 2, 66, 70}));
+  EXPECT_EQ(tiled.attention_probs(AttentionStack::kDecoderCross, 1).shape(), Shape({1, 2, 66, 70}));
 }
 
 TEST(TiledModelWorkspace, DropsTheScoreMatrices) {
@@ -167,7 +167,8 @@ TEST(TiledModelWorkspace, DropsTheScoreMatrices) {
       aligned(ops::attention_tiled_scratch_elements(ops::attention_tiled_workers()));
   EXPECT_EQ(standard.workspace_elements() - tiled.workspace_elements(),
             probs - logsumexp + aligned(B * H * S * S) - scratch);
-  EXPECT_EQ(tiled.attention_activations(0, 0).logsumexp.shape(), Shape({B, H, S}));
+  EXPECT_EQ(tiled.attention_activations(AttentionStack::kEncoderSelf, 0).logsumexp.shape(),
+            Shape({B, H, S}));
 }
 
 }  // namespace
