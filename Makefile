@@ -20,16 +20,17 @@ BENCH_ARGS ?=
 
 # Every Debian package the project needs: toolchain, numerics, MPI, HDF5, config and CLI libraries,
 # tests and benchmarks, tokenizer, ICU (BLEU's intl tokenizer and -lc), Python analysis and
-# tests (python3-regex: the reference intl tokenizer), lint, clang with OpenMP and libFuzzer (make
-# fuzz), Bible texts for the small parallel corpus, and Slurm with iproute2 for the one- and
-# two-node clusters of the sweep tests.
+# tests (python3-regex: the reference intl tokenizer; python3-torch: the PyTorch parity test and
+# make bench's reference), lint, clang with OpenMP and libFuzzer (make fuzz), Bible texts for the
+# small parallel corpus, and Slurm with iproute2 for the one- and two-node clusters of the sweep
+# tests.
 DEPS := build-essential cmake pkg-config git \
   libopenblas-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools \
   libboost-program-options-dev libyaml-cpp-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libsentencepiece-dev sentencepiece libicu-dev \
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest \
-  python3-yaml python3-sentencepiece python3-regex \
+  python3-yaml python3-sentencepiece python3-regex python3-torch \
   clang-format clang-tidy shellcheck \
   clang libomp-14-dev libclang-rt-14-dev \
   libsword-utils sword-text-web sword-text-sparv \

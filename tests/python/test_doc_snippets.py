@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_attnlab
 from test_readme import command_lines
 
 PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "analysis" / "README.md"]
@@ -44,18 +44,32 @@ def python_snippets():
             for page in PAGES for i, code in enumerate(blocks(page, "python"))]
 
 
+@pytest.fixture(scope="module")
+def checkpoint(attnlab, tmp_path_factory):
+    """A checkpoint of a few steps of the reverse task, for the snippets that read one."""
+    out = tmp_path_factory.mktemp("snippet") / "run"
+    run_attnlab(attnlab, "train", "-c", ROOT / "experiments" / "tasks" / "reverse.yaml",
+                "--set", "train.steps=2", "--set", "data.synthetic.train_size=100",
+                "--set", "data.synthetic.dev_size=10", "--out", out)
+    (path,) = sorted((out / "ckpt").glob("step_*.h5"))
+    return str(path)
+
+
 @pytest.mark.parametrize("page,index,code", python_snippets())
-def test_every_python_snippet_runs(page, index, code):
+def test_every_python_snippet_runs(page, index, code, request):
     import h5py  # noqa: F401 - the snippets assume it
     paths = sorted(str(p) for p in COMMITTED_SWEEP.glob("*/run.h5"))
     assert paths, f"{COMMITTED_SWEEP} holds no run.h5"
     if "torch" in code:
         pytest.importorskip("torch", reason="python3-torch is not installed: the PyTorch "
                                             "loading snippet is not run")
-    # The snippets name their inputs as a reader would: `path`/`p`/`paths` of run files, and a
-    # sweep directory "runs/<sweep>", which here is the committed sweep.
+    # The snippets name their inputs as a reader would: `path`/`p`/`paths` of run files (`p` a
+    # checkpoint in the snippets that read /params), and a sweep directory "runs/<sweep>", which
+    # here is the committed sweep.
     code = re.sub(r'"runs/[a-z0-9_-]+"', repr(str(COMMITTED_SWEEP)), code)
-    scope = {"path": paths[0], "p": paths[0], "paths": paths[:3], "__name__": "snippet"}
+    reads_checkpoint = '["params"]' in code
+    scope = {"path": paths[0], "p": request.getfixturevalue("checkpoint") if reads_checkpoint
+             else paths[0], "paths": paths[:3], "__name__": "snippet"}
     sys.path.insert(0, str(ROOT))
     try:
         exec(compile(f"import h5py\nimport pandas as pd\n{code}", f"{page}#{index}", "exec"),
