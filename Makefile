@@ -52,8 +52,8 @@ FORMAT_DIRS := $(wildcard core tests bench fuzz)
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
 TIDY_FILES = $(shell find core -type f -name '*.cpp' | sort)
 
-.PHONY: all deps configure build test test-sanitize fuzz-build fuzz fuzz-smoke lint format bench \
-  bench-scaling run clean
+.PHONY: all deps configure build test test-fast test-sanitize fuzz-build fuzz fuzz-smoke lint format \
+  bench bench-scaling run clean
 
 all: build
 
@@ -104,6 +104,14 @@ test: build
 	if [[ $$ctest_status == 0 ]]; then ctest_result=ok; else ctest_result=FAILED; fi; \
 	echo "make test: ctest $$ctest_result, pytest $$pytest_result"; \
 	[[ $$ctest_status == 0 && $$pytest_status == 0 ]]
+
+# The inner loop: ctest without the slow-train tests, pytest without the tests marked slow (sweeps,
+# Slurm clusters, recomputed reports). Under 3 minutes on 2 cores after a build; `make test` runs
+# everything.
+test-fast: build
+	$(TEST_THREADS) ctest --test-dir $(BUILD_DIR) --output-on-failure -j 2 -LE slow \
+	  --timeout $(CTEST_TIMEOUT)
+	$(PYTHON) -m pytest -q -m "not slow" tests/python
 
 # Unit tests (not MPI) under AddressSanitizer and UndefinedBehaviorSanitizer, with libstdc++'s
 # bounds checks on operator[]. RelWithDebInfo keeps the gradient checks fast enough for CI.

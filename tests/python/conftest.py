@@ -39,3 +39,9 @@ def run_attnlab(binary, *args, env=None, timeout=600, check=True):
         raise AssertionError(f"attnlab {' '.join(map(str, args))} exited {result.returncode}:\n"
                              f"{result.stdout}\n{result.stderr}")
     return result
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: sweeps, Slurm clusters and recomputed reports; `make test-fast` leaves "
+                   "them out (`make test` runs everything)")

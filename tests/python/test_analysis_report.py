@@ -424,6 +424,7 @@ def test_relative_attention_entropy_is_one_for_uniform_and_zero_for_one_hot():
     assert relative_entropy(mixed) == pytest.approx(0.5)
 
 
+@pytest.mark.slow
 def test_conclusions_agree_with_the_table_they_summarise():
     """Each conclusion line of the committed CPU-scale Table 3: its interval excludes 0 exactly
     when Welch's test gives p < 0.05, its delta is the table's, and the paper direction is the
@@ -451,6 +452,7 @@ def test_conclusions_agree_with_the_table_they_summarise():
         assert "3 of 3 runs unconverged" in line
 
 
+@pytest.mark.slow
 def test_the_generated_discussion_counts_what_the_conclusions_say():
     """On the committed CPU-scale Table 3 (no notes file): the discussion's counts are the
     conclusion lines' verdicts counted again, its unresolved and unconverged rows are the ones

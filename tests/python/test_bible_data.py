@@ -106,6 +106,7 @@ def test_shift_detection_finds_a_shifted_tail():
 
 
 @pytest.mark.skipif(shutil.which("mod2imp") is None, reason="mod2imp not installed (make deps)")
+@pytest.mark.slow
 def test_script_slice_equals_fixture(tmp_path):
     out = tmp_path / "slice"
     subprocess.run([sys.executable, str(SCRIPT), "--out", str(out), "--slice"], check=True)

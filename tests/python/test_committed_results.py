@@ -20,6 +20,9 @@ sys.path.insert(0, str(ROOT))
 
 from analysis.manifest import read_manifest  # noqa: E402
 
+# Whole sweeps and recomputed reports: outside `make test-fast`.
+pytestmark = pytest.mark.slow
+
 RESULTS = ROOT / "docs" / "results" / "table3-small"
 LOGS = RESULTS / "runs"
 SWEEP = ROOT / "experiments" / "small" / "table3.yaml"

@@ -62,6 +62,7 @@ def test_the_analysis_raises_its_error_and_survives():
     assert read_run(intact).status == "completed"
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_a_clear_error_with_exit_one_not_a_crash(attnlab, tmp_path):
     """Training into a 300 KiB file system: the write that fails is named with "No space left on
     device", the exit code is 1 (HDF5's exit handler used to crash on the half-written file: 139)

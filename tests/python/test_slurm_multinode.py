@@ -58,7 +58,8 @@ def namespaces_unavailable():
 
 
 REASON = namespaces_unavailable()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"two-node Slurm: {REASON}")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(REASON is not None, reason=f"two-node Slurm: {REASON}")]
 
 
 @pytest.fixture(scope="module")

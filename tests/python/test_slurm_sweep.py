@@ -19,9 +19,9 @@ from test_sweep_local import final_losses, write_sweep
 LOCAL_SLURM = ROOT / "cluster" / "local-slurm.sh"
 PROFILE = ROOT / "cluster" / "profiles" / "local.yaml"
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     shutil.which("slurmctld") is None and not os.path.exists("/usr/sbin/slurmctld"),
-    reason="slurmctld is not installed (make deps installs slurmctld slurmd slurm-client munge)")
+    reason="slurmctld is not installed (make deps installs slurmctld slurmd slurm-client munge)")]
 
 
 @contextlib.contextmanager

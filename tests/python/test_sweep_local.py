@@ -14,6 +14,9 @@ import pytest
 
 from conftest import ROOT, run_attnlab
 
+# Whole sweeps and recomputed reports: outside `make test-fast`.
+pytestmark = pytest.mark.slow
+
 TASK = ROOT / "experiments" / "tasks" / "reverse.yaml"
 
 # seeds x norm: four tiny runs of the reverse task (about a second each).

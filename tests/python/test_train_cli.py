@@ -349,6 +349,7 @@ def interrupted_run(attnlab, out, signals, steps=8):
     return process.returncode, "".join(lines) + rest
 
 
+@pytest.mark.slow
 def test_ctrl_c_checkpoints_like_sigterm_and_a_second_one_quits_at_once(attnlab, tmp_path):
     straight = tmp_path / "straight"
     train(attnlab, straight, *SLOW_STEPS, steps=8)
