@@ -183,8 +183,8 @@ bench-scaling: configure
 	SCALING_PAUSE='$(SCALING_PAUSE)' $(PYTHON) bench/scaling.py --binary $(BUILD_DIR)/attnlab \
 	  $(SCALING_ARGS)
 
-# The default study (experiments/small/study.yaml): prepares the Bible en->es data, trains the five
-# axes x 2 seeds through the local launcher (2 ranks per run; completed runs are skipped and
+# The default study (experiments/small/study.yaml): prepares the Bible en->es data, trains its five
+# rows (base and four axes) through the local launcher (2 ranks per run; completed runs are skipped and
 # unfinished ones resume on a re-run) and writes the report. Only the program is built, not the tests.
 STUDY ?= experiments/small/study.yaml
 STUDY_DIR ?= runs/study

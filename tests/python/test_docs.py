@@ -51,7 +51,7 @@ def test_config_page_lists_every_key(attnlab):
     reference = run_attnlab(attnlab, "config", "--reference").stdout
     keys = re.findall(r"^\| ([a-z_][a-z0-9_.]*) \|", reference, re.M)
     page = (DOCS / "config.md").read_text()
-    # The five axes of the default study are among them.
+    # The five axes of the studies are among them.
     assert {"model.heads", "model.d_k", "model.norm", "model.positions", "model.attention_scale",
             "train.label_smoothing"} <= set(keys), keys
     table = page.split("\n## Every key\n", 1)[1]
