@@ -6,22 +6,19 @@
 
 #include "core/decode/decoder_state.h"
 #include "core/decode/greedy.h"
+#include "tests/common/tiny_model.h"
 
 namespace attnlab {
 namespace {
 
 ModelConfig small_config(NormPlacement norm, PositionKind positions) {
-  ModelConfig c;
-  c.encoder_layers = 2;
-  c.decoder_layers = 2;
-  c.d_model = 16;
+  ModelConfig c = test::tiny_model_config();
+  c.d_model = 16;  // four heads of d_k 3 and d_v 5: neither width is d_model / heads
   c.d_ff = 24;
   c.heads = 4;
-  c.d_k = 3;
-  c.d_v = 5;
   c.norm = norm;
   c.positions = positions;
-  c.max_positions = 32;
+  c.max_positions = 32;  // the longest prefix decoded
   c.vocab_size = 13;
   return c;
 }

@@ -8,25 +8,16 @@
 
 #include "common/gradcheck.h"
 #include "core/model/transformer.h"
+#include "tests/common/tiny_model.h"
 
 namespace attnlab {
 namespace {
 
 ModelConfig tiny_config(NormPlacement norm, PositionKind positions, const std::string& scale) {
-  ModelConfig c;
-  c.encoder_layers = 2;
-  c.decoder_layers = 2;
-  c.d_model = 8;
-  c.d_ff = 12;
-  c.heads = 2;
-  c.d_k = 3;  // heads * d_k != d_model, and d_k != d_v
-  c.d_v = 5;
-  c.dropout = 0.0;
+  ModelConfig c = test::tiny_model_config();  // heads * d_k != d_model, and d_k != d_v
   c.norm = norm;
   c.positions = positions;
-  c.max_positions = 16;
   c.attention_scale = AttentionScale::parse(scale);
-  c.vocab_size = 11;
   return c;
 }
 

@@ -12,25 +12,19 @@
 #include "common/tensor_testing.h"
 #include "core/model/transformer.h"
 #include "core/ops/attention_tiled.h"
+#include "tests/common/tiny_model.h"
 
 namespace attnlab {
 namespace {
 
 ModelConfig small_config(NormPlacement norm, const std::string& scale, double dropout) {
-  ModelConfig c;
-  c.encoder_layers = 2;
-  c.decoder_layers = 2;
-  c.d_model = 8;
-  c.d_ff = 12;
-  c.heads = 2;
-  c.d_k = 3;
-  c.d_v = 5;
+  ModelConfig c = test::tiny_model_config();
   c.dropout = dropout;
   c.attention_dropout = dropout;
   c.norm = norm;
-  c.max_positions = 80;
+  c.max_positions = 80;  // long_batch's 70 source tokens span more than one key tile
   c.attention_scale = AttentionScale::parse(scale);
-  c.vocab_size = 13;
+  c.vocab_size = 13;  // long_batch's token ids
   return c;
 }
 

@@ -7,21 +7,17 @@
 #include <cmath>
 
 #include "core/train/trainer.h"
+#include "tests/common/tiny_model.h"
 
 namespace attnlab {
 namespace {
 
+// Stacks of different depths, so that per-layer labels and their order are checked.
 ModelConfig small_model() {
-  ModelConfig c;
+  ModelConfig c = test::tiny_model_config();
   c.encoder_layers = 1;
-  c.decoder_layers = 2;
-  c.d_model = 8;
   c.d_ff = 16;
-  c.heads = 2;
-  c.d_k = 3;
   c.d_v = 4;
-  c.dropout = 0.0;
-  c.max_positions = 16;
   c.vocab_size = 10;
   return c;
 }

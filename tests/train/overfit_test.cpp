@@ -6,13 +6,15 @@
 #include "core/data/synthetic.h"
 #include "core/model/transformer.h"
 #include "core/optim/adam.h"
+#include "tests/common/tiny_model.h"
 
 namespace attnlab {
 namespace {
 
 TEST(Overfit, OneBatchLossGoesNearZero) {
   for (NormPlacement norm : {NormPlacement::kPost, NormPlacement::kPre}) {
-    ModelConfig c;
+    // One layer per stack, wide enough to memorise the batch in a few hundred steps.
+    ModelConfig c = test::tiny_model_config();
     c.encoder_layers = 1;
     c.decoder_layers = 1;
     c.d_model = 32;
@@ -20,10 +22,9 @@ TEST(Overfit, OneBatchLossGoesNearZero) {
     c.heads = 4;
     c.d_k = 8;
     c.d_v = 8;
-    c.dropout = 0.0;
     c.norm = norm;
     c.max_positions = 32;
-    c.vocab_size = 20;
+    c.vocab_size = 20;  // the sort task's symbols
     Transformer<float> model(c, 3);
     const SyntheticSplit split = make_synthetic_split(SyntheticTask::kSort, 17, 4, 8, 8, 0, 5);
     const Batch batch = make_batch(split.train, {0, 1, 2, 3, 4, 5, 6, 7}, 0, 1, 2);
