@@ -17,9 +17,9 @@ from conftest import ROOT, run_attnlab
 sys.path.insert(0, str(ROOT))
 
 from analysis import bleu  # noqa: E402
-from analysis import studies  # noqa: E402
-from analysis import studies_data as data  # noqa: E402
 from analysis.errors import AnalysisError  # noqa: E402
+from analysis.studies import common, heads, sqrt_dk, warmup_norm  # noqa: E402
+from analysis.studies import positions_length as positions  # noqa: E402
 from analysis.sweep import load_sweep  # noqa: E402
 
 TASK = ROOT / "experiments" / "tasks" / "reverse.yaml"
@@ -68,7 +68,7 @@ def test_gradients_are_logged_at_step_one_and_at_the_interval(scale_sweep):
 
 
 def test_sqrt_dk_table_is_the_mean_of_the_stored_diagnostics(scale_sweep):
-    table = data.sqrt_dk_table(load_sweep(scale_sweep))
+    table = sqrt_dk.table(load_sweep(scale_sweep))
     assert len(table) == 4  # two runs x (init, trained)
     for path in run_files(scale_sweep):
         with h5py.File(path, "r") as f:
@@ -100,15 +100,15 @@ def test_unscaled_logit_variance_at_step_zero_is_d_k_times_the_scaled_one(scale_
     for block in ("encoder_self.layers.0", "decoder_self.layers.0"):
         np.testing.assert_allclose(variance["none"][block], 8 * variance["rsqrt_dk"][block],
                                    rtol=1e-4)
-    table = data.sqrt_dk_table(load_sweep(scale_sweep))
+    table = sqrt_dk.table(load_sweep(scale_sweep))
     assert set(table.loc[table["scale"] == "none", "d_k"]) == {8}
-    claims = data.sqrt_dk_claims(table)
+    claims = sqrt_dk.claims(table)
     assert set(claims) == {("none", "init"), ("none", "trained"), ("rsqrt_dk", "init"),
                            ("rsqrt_dk", "trained")}
 
 
 def test_heads_table_has_one_line_per_block_head_and_moment(scale_sweep):
-    table = data.heads_table(load_sweep(scale_sweep))
+    table = heads.table(load_sweep(scale_sweep))
     assert len(table) == 2 * 3 * 2 * 2  # runs x blocks x heads x moments
     for path in run_files(scale_sweep):
         with h5py.File(path, "r") as f:
@@ -120,7 +120,7 @@ def test_heads_table_has_one_line_per_block_head_and_moment(scale_sweep):
 
 
 def test_sqrt_dk_figure_is_written(scale_sweep, tmp_path):
-    files = studies.figures.sqrt_dk_figure(data.sqrt_dk_table(load_sweep(scale_sweep)), tmp_path)
+    files = sqrt_dk.figure(sqrt_dk.table(load_sweep(scale_sweep)), tmp_path)
     assert [p.split("/")[-1] for p in files] == ["sqrt_dk.png"]
     assert (tmp_path / "sqrt_dk.png").stat().st_size > 10000
 
@@ -128,25 +128,25 @@ def test_sqrt_dk_figure_is_written(scale_sweep, tmp_path):
 def test_divergence_on_synthetic_series():
     steps = np.arange(1, 11)
     falling = np.linspace(5.0, 2.0, 10)
-    assert data.divergence(steps, falling) == (False, "", None)
+    assert warmup_norm.divergence(steps, falling) == (False, "", None)
     with_nan = falling.copy()
     with_nan[6] = np.nan
-    assert data.divergence(steps, with_nan) == (True, "non-finite", 7)
-    assert data.divergence(steps, falling, grad_norms=[1.0] * 4 + [np.inf] + [1.0] * 5) == \
+    assert warmup_norm.divergence(steps, with_nan) == (True, "non-finite", 7)
+    assert warmup_norm.divergence(steps, falling, grad_norms=[1.0] * 4 + [np.inf] + [1.0] * 5) == \
         (True, "non-finite", 5)
     # Falls, then climbs back: the last row (10% of 10) is 5.0, not below the first 5.0.
     back = np.concatenate([np.linspace(5.0, 2.0, 5), np.linspace(3.0, 5.0, 5)])
-    assert data.divergence(steps, back) == (True, "no progress", 10)
+    assert warmup_norm.divergence(steps, back) == (True, "no progress", 10)
     # A spike in the middle that recovers is not divergence by this definition.
     spike = falling.copy()
     spike[4] = 50.0
-    assert data.divergence(steps, spike)[0] is False
+    assert warmup_norm.divergence(steps, spike)[0] is False
     # The tail length decides: the last row (5.5) is above the first (4.6), the mean of the
     # last three ((2 + 4 + 5.5) / 3 = 3.83) is below it.
     tail = np.array([4.6, 3, 2, 2, 2, 2, 2, 2, 4.0, 5.5])
-    assert data.divergence(steps, tail, tail=0.1) == (True, "no progress", 10)
-    assert data.divergence(steps, tail, tail=0.3) == (False, "", None)
-    assert data.divergence([], []) == (False, "no rows", None)
+    assert warmup_norm.divergence(steps, tail, tail=0.1) == (True, "no progress", 10)
+    assert warmup_norm.divergence(steps, tail, tail=0.3) == (False, "", None)
+    assert warmup_norm.divergence([], []) == (False, "no rows", None)
 
 
 def test_bleu_by_bucket_is_corpus_bleu_of_each_subset():
@@ -156,8 +156,8 @@ def test_bleu_by_bucket_is_corpus_bleu_of_each_subset():
     hypotheses = ["the cat sat on a mat", "a dog ran in a park", "hello world",
                   "we went to market on a hill", "it rains", "one two three four"]
     edges = [0, 3, 6]
-    lengths = [data.source_length_words(line) for line in sources]
-    frame = data.bleu_by_bucket(lengths, hypotheses, references, edges)
+    lengths = [positions.source_length_words(line) for line in sources]
+    frame = positions.bleu_by_bucket(lengths, hypotheses, references, edges)
     assert list(frame["label"]) == ["1-2", "3-5", ">=6"]
     assert list(frame["sentences"]) == [2, 2, 2]
     for bucket, chosen in enumerate([[0, 2], [1, 4], [3, 5]]):
@@ -168,16 +168,17 @@ def test_bleu_by_bucket_is_corpus_bleu_of_each_subset():
         ref = sum(len(bleu.tokenize_13a(references[i])) for i in chosen)
         assert frame["hyp_ref_ratio"][bucket] == pytest.approx(hyp / ref)
     with pytest.raises(Exception, match="not aligned"):
-        data.bleu_by_bucket(lengths, hypotheses[:-1], references, edges)
+        positions.bleu_by_bucket(lengths, hypotheses[:-1], references, edges)
 
 
 def test_bucket_edges_and_labels():
-    edges = data.bucket_edges(list(range(1, 101)), count=4)
+    edges = positions.bucket_edges(list(range(1, 101)), count=4)
     assert edges == [0, 26, 51, 76]
-    assert [data.bucket_of(n, edges) for n in (1, 25, 26, 75, 76, 500)] == [0, 0, 1, 2, 3, 3]
-    assert [data.bucket_label(i, edges) for i in range(4)] == ["1-25", "26-50", "51-75", ">=76"]
+    assert [positions.bucket_of(n, edges) for n in (1, 25, 26, 75, 76, 500)] == [0, 0, 1, 2, 3, 3]
+    assert [positions.bucket_label(i, edges) for i in range(4)] == \
+        ["1-25", "26-50", "51-75", ">=76"]
     # One bucket below 24, then thirds of the lengths 24..101 (78 values).
-    assert data.bucket_edges(list(range(1, 102)), count=4, first=24) == [0, 24, 50, 76]
+    assert positions.bucket_edges(list(range(1, 102)), count=4, first=24) == [0, 24, 50, 76]
 
 
 def test_learned_position_rows_past_the_training_length_never_move(attnlab, tmp_path):
@@ -185,22 +186,22 @@ def test_learned_position_rows_past_the_training_length_never_move(attnlab, tmp_
     # fills positions 0..6, so rows 7..15 of each table get no gradient at all.
     sweep = make_sweep(attnlab, tmp_path, "learned", positions="learned", scales="[rsqrt_dk]")
     run_dir = next(p.parent for p in sweep.glob("*/run.h5"))
-    changes = data.position_row_changes(run_dir)
+    changes = positions.position_row_changes(run_dir)
     assert (changes["first_step"], changes["last_step"]) == (3, 6)
     for side in ("encoder", "decoder"):
         moved = changes[f"{side}_change"]
         assert len(moved) == 16
-        assert data.last_moving_row(moved) == 6
+        assert positions.last_moving_row(moved) == 6
         assert np.all(moved[7:] == 0.0) and np.all(moved[:7] > 0.0)
         with h5py.File(run_dir / "ckpt" / "step_6.h5", "r") as f:
             table = f["params"][f"{side}.embed_positions.weight"][()]
         assert np.allclose(changes[f"{side}_norm"], np.linalg.norm(table, axis=1))
-    assert data.position_row_changes(tmp_path) is None  # no checkpoints
+    assert positions.position_row_changes(tmp_path) is None  # no checkpoints
 
 
 def test_long_view_raises_only_data_max_length(attnlab, scale_sweep):
     run_dir = run_files(scale_sweep)[0].parent
-    view = studies.long_view(run_dir, 14)
+    view = positions.long_view(run_dir, 14)
     assert (view / "ckpt").resolve() == (run_dir / "ckpt").resolve()
     assert (view / "run.h5").is_file()
     original = run_attnlab(attnlab, "config", "-c", run_dir / "config.yaml").stdout
@@ -223,18 +224,18 @@ def test_piece_counts_and_pieces_are_sentencepieces_own(tmp_path):
     encoded = subprocess.run(["spm_encode", f"--model={model}", "--output_format=piece"],
                              input="\n".join(lines[:50]) + "\n", capture_output=True, text=True,
                              check=True).stdout.splitlines()
-    counter = data.PieceCounter(model)
+    counter = common.PieceCounter(model)
     assert [counter(line) for line in lines[:50]] == [len(e.split()) for e in encoded]
     vocab = subprocess.run(["spm_export_vocab", f"--model={model}"], capture_output=True,
                            text=True, check=True).stdout.splitlines()
-    assert data.sentencepiece_pieces(model) == [line.split("\t")[0] for line in vocab]
+    assert common.sentencepiece_pieces(model) == [line.split("\t")[0] for line in vocab]
     with pytest.raises(AnalysisError, match="not a SentencePiece model"):
-        data.sentencepiece_pieces(text)
+        common.sentencepiece_pieces(text)
 
 
 def test_warmup_table_and_figures_follow_the_training_log(scale_sweep, tmp_path):
     sweep = load_sweep(scale_sweep)
-    table = data.warmup_table(sweep)
+    table = warmup_norm.table(sweep)
     for path in run_files(scale_sweep):
         with h5py.File(path, "r") as f:
             run_id = f.attrs["run_id"]
@@ -246,6 +247,6 @@ def test_warmup_table_and_figures_follow_the_training_log(scale_sweep, tmp_path)
         assert record["max_loss"] == pytest.approx(loss.max())
         assert record["layer_spread_step1"] == pytest.approx(layers[0].max() / layers[0].min())
         assert bool(record["diverged"]) == (loss[-1] >= loss[0])
-    files = studies.figures.warmup_figures(sweep, table, tmp_path)
+    files = warmup_norm.figures(sweep, table, tmp_path)
     assert sorted(p.split("/")[-1] for p in files) == ["warmup_norm_grad_norms.png",
                                                       "warmup_norm_loss.png"]
