@@ -1,11 +1,11 @@
-"""The committed CPU-scale Table 3 is what the analysis computes from the committed run logs.
+"""The committed sweep reports are what the analysis computes from the committed run logs.
 
-docs/results/table3-small/runs/ keeps the sweep's manifest.yaml and one run.h5 per run (no
-checkpoints): every number of docs/results/table3-small/ is recomputed here from them, so none is
-typed by hand, and a change to the analysis that would alter the published table fails until the
-report is regenerated. The logs must also still be the runs that experiments/small/table3.yaml
-declares: a change to the sweep file (or to what a run id hashes) would make them another
-experiment's.
+docs/results/table3-small/runs/ and docs/results/study/runs/ keep each sweep's manifest.yaml and
+one run.h5 per run (no checkpoints): every number of the report beside them is recomputed here from
+them, so none is typed by hand, and a change to the analysis that would alter a published table
+fails until the report is regenerated. The logs must also still be the runs that their sweep file
+(experiments/small/table3.yaml, experiments/small/study.yaml) declares: a change to the sweep file
+(or to what a run id hashes) would make them another experiment's.
 """
 
 import difflib
@@ -23,11 +23,20 @@ from analysis.manifest import read_manifest  # noqa: E402
 # Whole sweeps and recomputed reports: outside `make test-fast`.
 pytestmark = pytest.mark.slow
 
-RESULTS = ROOT / "docs" / "results" / "table3-small"
-LOGS = RESULTS / "runs"
-SWEEP = ROOT / "experiments" / "small" / "table3.yaml"
-REGENERATE = (f"/usr/bin/python3 -m analysis.report {LOGS.relative_to(ROOT)} "
-              f"--out {RESULTS.relative_to(ROOT)} --notes docs/results/table3-small-notes.md")
+# (report directory, sweep file, notes file) of each committed sweep.
+COMMITTED = {
+    "table3-small": (ROOT / "docs" / "results" / "table3-small",
+                     ROOT / "experiments" / "small" / "table3.yaml",
+                     "docs/results/table3-small-notes.md"),
+    "study": (ROOT / "docs" / "results" / "study", ROOT / "experiments" / "small" / "study.yaml",
+              "docs/results/study-notes.md"),
+}
+
+
+def regenerate(results, notes):
+    logs = results / "runs"
+    return (f"/usr/bin/python3 -m analysis.report {logs.relative_to(ROOT)} "
+            f"--out {results.relative_to(ROOT)} --notes {notes}")
 
 
 def _diff(committed, fresh, name):
@@ -41,30 +50,36 @@ def _markdown_tables(text):
     return "".join(line + "\n" for line in text.splitlines() if line.startswith("|"))
 
 
-def test_logs_are_the_runs_the_sweep_file_declares(attnlab, tmp_path):
-    run_attnlab(attnlab, "sweep", SWEEP, "--dry-run", "--out", tmp_path)
-    declared = read_manifest(tmp_path / "table3-small" / "manifest.yaml")
-    committed = read_manifest(LOGS / "manifest.yaml")
+@pytest.mark.parametrize("name", sorted(COMMITTED))
+def test_logs_are_the_runs_the_sweep_file_declares(attnlab, tmp_path, name):
+    results, sweep, _ = COMMITTED[name]
+    logs = results / "runs"
+    run_attnlab(attnlab, "sweep", sweep, "--dry-run", "--out", tmp_path)
+    declared = read_manifest(tmp_path / name / "manifest.yaml")
+    committed = read_manifest(logs / "manifest.yaml")
     # Everything but `source`, the sweep file's path as it was given on the command line.
     assert (committed.sweep, committed.sets) == (declared.sweep, declared.sets)
-    assert committed.runs == declared.runs, f"{SWEEP.name} no longer declares the committed runs"
-    run_files = {p.parent.name for p in LOGS.glob("*/run.h5")}
-    assert run_files, f"{LOGS} holds no run.h5"
+    assert committed.runs == declared.runs, f"{sweep.name} no longer declares the committed runs"
+    run_files = {p.parent.name for p in logs.glob("*/run.h5")}
+    assert run_files, f"{logs} holds no run.h5"
     unknown = run_files - {run.id for run in declared.runs}
     assert not unknown, f"run logs the manifest does not declare: {sorted(unknown)}"
 
 
-def test_committed_tables_are_recomputed_from_the_logs(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "analysis.report", str(LOGS), "--out",
-                             str(tmp_path), "--no-figures"], cwd=ROOT, capture_output=True,
-                            text=True, timeout=600)
+@pytest.mark.parametrize("name", sorted(COMMITTED))
+def test_committed_tables_are_recomputed_from_the_logs(tmp_path, name):
+    results, _, notes = COMMITTED[name]
+    result = subprocess.run([sys.executable, "-m", "analysis.report", str(results / "runs"),
+                             "--out", str(tmp_path), "--no-figures"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
-    for name in ("table.csv", "runs.csv", "table.tex"):
-        diff = _diff((RESULTS / name).read_text(), (tmp_path / name).read_text(), name)
-        assert not diff, f"{name} is stale; regenerate it with\n  {REGENERATE}\n{diff[:4000]}"
-    diff = _diff(_markdown_tables((RESULTS / "report.md").read_text()),
+    command = regenerate(results, notes)
+    for file in ("table.csv", "runs.csv", "table.tex"):
+        diff = _diff((results / file).read_text(), (tmp_path / file).read_text(), file)
+        assert not diff, f"{file} is stale; regenerate it with\n  {command}\n{diff[:4000]}"
+    diff = _diff(_markdown_tables((results / "report.md").read_text()),
                  _markdown_tables((tmp_path / "report.md").read_text()), "report.md tables")
-    assert not diff, f"report.md is stale; regenerate it with\n  {REGENERATE}\n{diff[:4000]}"
+    assert not diff, f"report.md is stale; regenerate it with\n  {command}\n{diff[:4000]}"
 
 
 PILOT = ROOT / "docs" / "results" / "pilot-lr"
