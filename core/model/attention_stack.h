@@ -22,5 +22,9 @@ inline const char* to_string(AttentionStack stack) {
 
 // Encoder self-attention lives in the encoder's layers, the other two in the decoder's.
 inline bool in_decoder(AttentionStack stack) { return stack != AttentionStack::kEncoderSelf; }
+// Which attention block of its layer: 0 self-attention, 1 the decoder's cross-attention.
+inline int attention_block(AttentionStack stack) {
+  return stack == AttentionStack::kDecoderCross ? 1 : 0;
+}
 
 }  // namespace attnlab

@@ -117,7 +117,7 @@ const AttentionActivations<T>& Transformer<T>::attention_activations(AttentionSt
       << to_string(stack) << " attention layer " << layer << " out of range [0, " << layers.size()
       << ")";
   const size_t index = static_cast<size_t>(layer);
-  if (!tiled()) return layers[index][stack == AttentionStack::kDecoderCross ? 1 : 0].attention;
+  if (!tiled()) return layers[index][attention_block(stack)].attention;
   compute_probe_probabilities();
   return probe_.blocks[static_cast<int>(stack)][index];
 }
@@ -138,12 +138,11 @@ void Transformer<T>::compute_probe_probabilities() const {
   auto computed = [&](AttentionStack stack) {
     return full_forward_ || stack == AttentionStack::kEncoderSelf;
   };
-  auto block = [](AttentionStack stack) { return stack == AttentionStack::kDecoderCross ? 1 : 0; };
   size_t total = 0, largest_out = 0;
   for (AttentionStack stack : kAttentionStacks) {
     if (!computed(stack)) continue;
     for (const auto& layer : in_decoder(stack) ? dec_.layers : enc_.layers) {
-      const AttentionActivations<T>& a = layer[block(stack)].attention;
+      const AttentionActivations<T>& a = layer[attention_block(stack)].attention;
       const int64_t B = a.q_heads.dim(0), H = a.q_heads.dim(1), Tq = a.q_heads.dim(2);
       total += static_cast<size_t>(B * H * Tq * a.k_heads.dim(2));
       largest_out = std::max(largest_out, static_cast<size_t>(B * H * Tq * a.v_heads.dim(3)));
@@ -158,7 +157,7 @@ void Transformer<T>::compute_probe_probabilities() const {
     std::vector<AttentionActivations<T>>& blocks = probe_.blocks[static_cast<int>(stack)];
     blocks.clear();
     for (size_t i = 0; i < layers.size(); ++i) {
-      AttentionActivations<T> a = layers[i][block(stack)].attention;
+      AttentionActivations<T> a = layers[i][attention_block(stack)].attention;
       if (computed(stack)) {
         const int64_t B = a.q_heads.dim(0), H = a.q_heads.dim(1), Tq = a.q_heads.dim(2);
         const Shape probs_shape({B, H, Tq, a.k_heads.dim(2)});

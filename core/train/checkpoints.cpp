@@ -44,7 +44,6 @@ void write_checkpoint(const std::string& path, Trainer& trainer) {
                    {"stop.best_step", static_cast<double>(stopping.best_step)},
                    {"stop.evals_since_best", static_cast<double>(stopping.evals_since_best)},
                    {"stop.lr_factor", stopping.lr_factor},
-                   {"stop.evals_since_shrink", static_cast<double>(stopping.evals_since_shrink)},
                    {"train_seconds", trainer.train_seconds()}};
   const DataPosition position = trainer.data().position();
   state.data_position = {{"epoch", position.epoch}, {"offset", position.offset}};
@@ -122,7 +121,6 @@ CheckpointState load_checkpoint(const std::string& path, Trainer& trainer) {
   state.stopping.best_step = static_cast<int64_t>(scalar("stop.best_step", 0.0));
   state.stopping.evals_since_best = static_cast<int64_t>(scalar("stop.evals_since_best", 0.0));
   state.stopping.lr_factor = scalar("stop.lr_factor", 1.0);
-  state.stopping.evals_since_shrink = static_cast<int64_t>(scalar("stop.evals_since_shrink", 0.0));
   state.train_seconds = scalar("train_seconds", 0.0);
   return state;
 }

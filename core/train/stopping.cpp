@@ -23,15 +23,13 @@ Observation StoppingRule::observe(int64_t step, double dev_loss) {
     state_.best_loss = dev_loss;
     state_.best_step = step;
     state_.evals_since_best = 0;
-    state_.evals_since_shrink = 0;
     return {true, false};
   }
   ++state_.evals_since_best;
-  ++state_.evals_since_shrink;
+  // The rate shrinks at every shrink_patience-th stalled evaluation since the best.
   const int64_t shrink_patience = train_.lr.shrink_patience;
-  if (shrink_patience == 0 || state_.evals_since_shrink < shrink_patience) return {false, false};
+  if (shrink_patience == 0 || state_.evals_since_best % shrink_patience != 0) return {false, false};
   state_.lr_factor *= train_.lr.shrink;
-  state_.evals_since_shrink = 0;
   return {false, true};
 }
 

@@ -1,6 +1,6 @@
 // What the dev loss decides besides the step cap: when a run stops (patience on the dev loss, as
 // fairseq's --patience and Marian's --early-stopping; a limit on epochs) and when its learning
-// rate shrinks (reduce on plateau, train.lr.shrink). The state is five numbers saved in every
+// rate shrinks (reduce on plateau, train.lr.shrink). The state is four numbers saved in every
 // checkpoint, so a resumed run shrinks and stops exactly where an uninterrupted one does.
 #pragma once
 
@@ -18,9 +18,8 @@ const char* to_string(StopReason reason);
 struct StopState {
   double best_loss = std::numeric_limits<double>::infinity();  // lowest dev loss so far
   int64_t best_step = 0;                                       // the step it was reached at
-  int64_t evals_since_best = 0;    // evaluations since then that did not improve on it
-  double lr_factor = 1.0;          // train.lr.shrink ^ (shrinks so far), multiplies the schedule
-  int64_t evals_since_shrink = 0;  // stalled evaluations since the best or the last shrink
+  int64_t evals_since_best = 0;  // evaluations since then that did not improve on it
+  double lr_factor = 1.0;        // train.lr.shrink ^ (shrinks so far), multiplies the schedule
 };
 
 // What one dev evaluation changed.
