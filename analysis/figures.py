@@ -163,6 +163,16 @@ def _first_run_with_attention(sweep, row_key):
     return None
 
 
+def draw_head_map(axis, weights):
+    """One head's attention map (rows queries, columns keys) on its own colour scale, 0 to its
+    largest weight: weakly trained heads stay near uniform, which a shared 0..1 scale would
+    paint in one colour. Returns that largest weight."""
+    peak = float(weights.max())
+    axis.imshow(weights, vmin=0.0, vmax=peak if peak > 0 else 1.0, cmap="viridis",
+                aspect="auto", interpolation="nearest")
+    return peak
+
+
 def attention_maps(sweep, out_dir, rows):
     """One PNG per (row, stack): a layers x heads grid of the probe sentence's attention."""
     written = []
@@ -189,10 +199,7 @@ def attention_maps(sweep, out_dir, rows):
                     if head >= weights.shape[0]:
                         axis.axis("off")
                         continue
-                    # Each map on its own scale: near-uniform maps would look empty on 0..1.
-                    peak = float(weights[head].max())
-                    axis.imshow(weights[head], vmin=0.0, vmax=peak if peak > 0 else 1.0,
-                                cmap="viridis", aspect="auto", interpolation="nearest")
+                    peak = draw_head_map(axis, weights[head])
                     axis.set_title(f"layer {layer}, head {head} (max {peak:.2f})", fontsize=9)
                     if len(keys) == weights.shape[2] and len(keys) <= 40:
                         axis.set_xticks(range(len(keys)), keys, fontsize=7, rotation=90)

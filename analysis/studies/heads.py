@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.errors import AnalysisError
-from analysis.figures import STACK_TITLES, _colors, _save
+from analysis.figures import STACK_TITLES, _colors, _save, draw_head_map
 from analysis.runfile import STACKS
 from analysis.studies.common import (completed_runs, fmt, markdown_table, piece_namer, plt,
                                      relative)
@@ -118,11 +118,7 @@ def figures(sweep, frame, out_dir, piece_names=None):
                 if head >= weights.shape[0]:
                     axis.axis("off")
                     continue
-                # Colour per panel from 0 to the panel's largest weight: weakly trained heads
-                # stay near uniform, which a shared 0..1 scale would paint in one colour.
-                peak = float(weights[head].max())
-                axis.imshow(weights[head], vmin=0, vmax=peak, cmap="viridis", aspect="auto",
-                            interpolation="nearest")
+                peak = draw_head_map(axis, weights[head])
                 axis.set_title(f"{row}, head {head} (max {peak:.2f})", fontsize=8)
                 axis.set_xticks(range(len(keys)), keys, fontsize=6, rotation=90)
                 axis.set_yticks(range(len(queries)), queries if head == 0 else [], fontsize=6)
