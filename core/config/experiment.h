@@ -55,7 +55,7 @@ struct LrConfig {
   double scale = 1.0;     // noam: multiplies d_model^-0.5 * min(...)
   double peak = 1e-3;     // constant: the rate; inverse_sqrt: the rate at the end of warmup
   // Reduce on plateau (fairseq's --lr-shrink/--lr-patience, Marian's --lr-decay-strategy
-  // stalled): after shrink_patience dev evaluations without a new best dev loss, the schedule's
+  // stalled): after shrink_patience dev evaluations without a gain (StopConfig), the schedule's
   // rate is multiplied by `shrink` from then on; 0 = off.
   double shrink = 0.5;
   int64_t shrink_patience = 0;
@@ -63,8 +63,10 @@ struct LrConfig {
 
 // When training ends before train.steps (fairseq's --patience, Marian's --early-stopping).
 struct StopConfig {
-  int64_t patience = 0;    // evaluations without a dev-loss improvement before stopping; 0 = off
-  double min_delta = 0.0;  // an improvement must lower the best dev loss by more than this
+  int64_t patience = 0;  // evaluations without a gain before stopping; 0 = off
+  // A gain is a dev loss more than this below the last gain's (StoppingRule); the best
+  // checkpoint follows the lowest dev loss regardless.
+  double min_delta = 0.0;
 };
 
 struct TrainConfig {

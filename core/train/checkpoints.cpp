@@ -42,7 +42,8 @@ void write_checkpoint(const std::string& path, Trainer& trainer) {
   state.scalars = {{"tokens", static_cast<double>(trainer.tokens_seen())},
                    {"stop.best_loss", stopping.best_loss},
                    {"stop.best_step", static_cast<double>(stopping.best_step)},
-                   {"stop.evals_since_best", static_cast<double>(stopping.evals_since_best)},
+                   {"stop.mark_loss", stopping.mark_loss},
+                   {"stop.evals_since_gain", static_cast<double>(stopping.evals_since_gain)},
                    {"stop.lr_factor", stopping.lr_factor},
                    {"train_seconds", trainer.train_seconds()}};
   const DataPosition position = trainer.data().position();
@@ -119,7 +120,10 @@ CheckpointState load_checkpoint(const std::string& path, Trainer& trainer) {
   state.position = {position("epoch"), position("offset")};
   state.stopping.best_loss = scalar("stop.best_loss", state.stopping.best_loss);
   state.stopping.best_step = static_cast<int64_t>(scalar("stop.best_step", 0.0));
-  state.stopping.evals_since_best = static_cast<int64_t>(scalar("stop.evals_since_best", 0.0));
+  // Checkpoints written before the mark existed counted from the best loss, with min_delta.
+  state.stopping.mark_loss = scalar("stop.mark_loss", state.stopping.best_loss);
+  state.stopping.evals_since_gain =
+      static_cast<int64_t>(scalar("stop.evals_since_gain", scalar("stop.evals_since_best", 0.0)));
   state.stopping.lr_factor = scalar("stop.lr_factor", 1.0);
   state.train_seconds = scalar("train_seconds", 0.0);
   return state;

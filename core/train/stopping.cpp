@@ -15,26 +15,33 @@ const char* to_string(StopReason reason) {
 }
 
 Observation StoppingRule::observe(int64_t step, double dev_loss) {
-  // A NaN loss never improves, so a diverged run runs out of patience instead of becoming best.
-  const bool improved =
-      !std::isnan(dev_loss) &&
-      (std::isinf(state_.best_loss) || dev_loss < state_.best_loss - train_.stop.min_delta);
-  if (improved) {
+  // A NaN loss is never a best or a gain, so a diverged run runs out of patience.
+  Observation seen;
+  if (!std::isnan(dev_loss)) {
+    seen.best = std::isinf(state_.best_loss) || dev_loss < state_.best_loss;
+    seen.gain = std::isinf(state_.mark_loss) || dev_loss < state_.mark_loss - train_.stop.min_delta;
+  }
+  if (seen.best) {
     state_.best_loss = dev_loss;
     state_.best_step = step;
-    state_.evals_since_best = 0;
-    return {true, false};
   }
-  ++state_.evals_since_best;
-  // The rate shrinks at every shrink_patience-th stalled evaluation since the best.
+  if (seen.gain) {
+    state_.mark_loss = dev_loss;
+    state_.evals_since_gain = 0;
+    return seen;
+  }
+  ++state_.evals_since_gain;
+  // The rate shrinks at every shrink_patience-th evaluation since the last gain.
   const int64_t shrink_patience = train_.lr.shrink_patience;
-  if (shrink_patience == 0 || state_.evals_since_best % shrink_patience != 0) return {false, false};
-  state_.lr_factor *= train_.lr.shrink;
-  return {false, true};
+  if (shrink_patience > 0 && state_.evals_since_gain % shrink_patience == 0) {
+    state_.lr_factor *= train_.lr.shrink;
+    seen.lr_shrunk = true;
+  }
+  return seen;
 }
 
 bool StoppingRule::patience_exhausted() const {
-  return train_.stop.patience > 0 && state_.evals_since_best >= train_.stop.patience;
+  return train_.stop.patience > 0 && state_.evals_since_gain >= train_.stop.patience;
 }
 
 bool StoppingRule::epochs_done(int64_t epoch) const {

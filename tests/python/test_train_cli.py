@@ -174,16 +174,17 @@ def summary(path):
 
 
 def expected_patience_stop(steps, losses, patience, min_delta):
-    """The stop step and best step a patience rule gives on a dev-loss series (plain Python)."""
-    best, best_step, since = float("inf"), 0, 0
+    """The stop step a patience rule gives on a dev-loss series (plain Python): patience counts
+    evaluations since the last one more than min_delta below the previous such one."""
+    mark, since = float("inf"), 0
     for step, loss in zip(steps, losses):
-        if loss < best - min_delta:
-            best, best_step, since = loss, step, 0
+        if loss < mark - min_delta:
+            mark, since = loss, 0
         else:
             since += 1
             if since >= patience:
-                return step, best_step
-    return None, best_step
+                return step
+    return None
 
 
 def test_patience_stops_at_the_step_the_dev_losses_say_and_keeps_the_best(attnlab, tmp_path):
@@ -192,9 +193,11 @@ def test_patience_stops_at_the_step_the_dev_losses_say_and_keeps_the_best(attnla
     assert "completed (patience)" in result.stdout
     steps = series(out / "run.h5", "eval", "step")
     losses = series(out / "run.h5", "eval", "loss")
-    stop_step, best_step = expected_patience_stop(steps, losses, 2, 0.05)
+    stop_step = expected_patience_stop(steps, losses, 2, 0.05)
     assert stop_step is not None and stop_step < 2000
     assert int(steps[-1]) == stop_step
+    # The best checkpoint is the lowest dev loss, whether or not it was a gain.
+    best_step = int(steps[int(np.argmin(losses))])
     s = summary(out / "run.h5")
     assert s["stop_reason"] == "patience"
     assert s["steps"] == stop_step
@@ -218,10 +221,10 @@ def expected_lr_factors(train_steps, eval_steps, losses, shrink, shrink_patience
     """The factor on the schedule's rate at each training step, and after the last evaluation
     (plain Python): it changes at the evaluation that completes shrink_patience stalled ones and
     applies from the next step on."""
-    best, since_shrink, factor, after = float("inf"), 0, 1.0, {}
+    mark, since_shrink, factor, after = float("inf"), 0, 1.0, {}
     for step, loss in zip(eval_steps, losses):
-        if loss < best - min_delta:
-            best, since_shrink = loss, 0
+        if loss < mark - min_delta:
+            mark, since_shrink = loss, 0
         else:
             since_shrink += 1
             if since_shrink >= shrink_patience:

@@ -17,20 +17,30 @@ TrainConfig with_patience(int64_t patience, double min_delta) {
   return train;
 }
 
-TEST(StoppingRule, PatienceCountsEvaluationsSinceTheBestByMoreThanMinDelta) {
+TEST(StoppingRule, PatienceCountsFromTheLastGainWhileTheBestFollowsTheLowestLoss) {
   StoppingRule rule(with_patience(2, 0.05));
-  EXPECT_TRUE(rule.observe(100, 3.00).best);   // the first evaluation is the best so far
-  EXPECT_TRUE(rule.observe(200, 2.90).best);   // 0.10 lower: an improvement
-  EXPECT_FALSE(rule.observe(300, 2.86).best);  // 0.04 lower: within min_delta, not an improvement
+  const Observation first = rule.observe(100, 3.00);  // the first evaluation is both
+  EXPECT_TRUE(first.best);
+  EXPECT_TRUE(first.gain);
+  EXPECT_TRUE(rule.observe(200, 2.90).gain);          // 0.10 below the mark: a gain
+  const Observation small = rule.observe(300, 2.86);  // 0.04 below: a new best but no gain
+  EXPECT_TRUE(small.best);
+  EXPECT_FALSE(small.gain);
+  EXPECT_EQ(rule.state().best_step, 300);
   EXPECT_FALSE(rule.patience_exhausted());
-  EXPECT_TRUE(rule.observe(400, 2.84).best);  // 0.06 below the best (2.90): an improvement again
-  EXPECT_EQ(rule.state().best_step, 400);
-  EXPECT_DOUBLE_EQ(rule.state().best_loss, 2.84);
+  // 0.06 below the mark (2.90, not the best 2.86): a gain again.
+  EXPECT_TRUE(rule.observe(400, 2.84).gain);
+  EXPECT_DOUBLE_EQ(rule.state().mark_loss, 2.84);
   EXPECT_FALSE(rule.observe(500, 2.85).best);
   EXPECT_FALSE(rule.patience_exhausted());
-  EXPECT_FALSE(rule.observe(600, 2.80).best);  // 0.04 below 2.84: still no
+  const Observation last = rule.observe(600, 2.80);  // 0.04 below the mark: best, no gain
+  EXPECT_TRUE(last.best);
+  EXPECT_FALSE(last.gain);
   EXPECT_TRUE(rule.patience_exhausted());
-  EXPECT_EQ(rule.state().evals_since_best, 2);
+  EXPECT_EQ(rule.state().evals_since_gain, 2);
+  EXPECT_EQ(rule.state().best_step, 600);
+  EXPECT_DOUBLE_EQ(rule.state().best_loss, 2.80);
+  EXPECT_DOUBLE_EQ(rule.state().mark_loss, 2.84);
 }
 
 TEST(StoppingRule, NanNeverImprovesAndPatienceZeroNeverStops) {
@@ -39,7 +49,7 @@ TEST(StoppingRule, NanNeverImprovesAndPatienceZeroNeverStops) {
   EXPECT_TRUE(rule.patience_exhausted());
   StoppingRule off(with_patience(0, 0.0));
   for (int step = 1; step <= 50; ++step) off.observe(step, 5.0);
-  EXPECT_EQ(off.state().evals_since_best, 49);
+  EXPECT_EQ(off.state().evals_since_gain, 49);
   EXPECT_FALSE(off.patience_exhausted());
 }
 
@@ -71,8 +81,8 @@ TEST(StoppingRule, RateShrinksAfterShrinkPatienceStalledEvaluationsAndResetsOnAB
   EXPECT_FALSE(rule.observe(4, 3.2).lr_shrunk);  // the count starts again after a shrink
   EXPECT_TRUE(rule.observe(5, 3.3).lr_shrunk);
   EXPECT_DOUBLE_EQ(rule.state().lr_factor, 0.25);
-  EXPECT_EQ(rule.state().evals_since_best, 4);  // patience counts from the best, not the shrink
-  EXPECT_TRUE(rule.observe(6, 2.9).best);       // a new best resets both counts...
+  EXPECT_EQ(rule.state().evals_since_gain, 4);  // patience counts from the gain, not the shrink
+  EXPECT_TRUE(rule.observe(6, 2.9).best);       // a gain resets both counts...
   EXPECT_FALSE(rule.observe(7, 3.0).lr_shrunk);
   EXPECT_DOUBLE_EQ(rule.state().lr_factor, 0.25);  // ...but never raises the rate again
   EXPECT_TRUE(rule.observe(8, 3.0).lr_shrunk);
