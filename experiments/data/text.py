@@ -361,7 +361,7 @@ def experiment_yaml(out_dir, langs):
 
     experiment = os.path.join(directory, EXPERIMENT)
     return f"""\
-# The small recipe of experiments/small/base.yaml (model, schedule, evaluation) on the corpus in
+# small-base's recipe (experiments/small/base.yaml: model, schedule, evaluation) on the corpus in
 # this directory, written by `attnlab data text` beside DATA_CARD.md. From any directory:
 #   attnlab train -c {experiment}
 # or on two MPI ranks:
@@ -381,6 +381,11 @@ data:
   test: {split_paths("test")}
   tokenizer:
     model: ""               # trained beside train.{langs[0]}: sentencepiece.bpe.<vocab_size>.model
+  max_length: 160           # pieces per side, eos included (small-base's 64 fits Bible verses);
+                            # longer pairs are skipped and counted
+
+model:
+  max_positions: 256        # data.max_length + 2 plus room for beam search's length limit
 
 cluster:
   ranks: 1                  # `attnlab train` alone; mpirun with --set cluster.ranks=2 for two

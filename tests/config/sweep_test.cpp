@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -227,6 +228,20 @@ TEST(Experiments, EveryFileLoadsAndSweepsHaveTheirSizes) {
   }
   EXPECT_EQ(sweeps, sweep_sizes.size());
   EXPECT_GE(files, 11u);  // base, small, 3 tasks, table3 and 5 ablations
+}
+
+// small-base is Table 3's base row at CPU scale: training experiments/small/base.yaml is the
+// computation of the table3-plateau sweep's base.seed1 (same seed, same everything but the name),
+// so its page and the sweep's base row describe one model.
+TEST(Experiments, SmallBaseIsTheBaseRowOfTheTable3PlateauSweep) {
+  ExperimentConfig small_base = config::load(kExperiments + "small/base.yaml");
+  const config::Sweep sweep = config::expand(kExperiments + "small/table3-plateau.yaml");
+  const auto row = std::find_if(sweep.runs.begin(), sweep.runs.end(),
+                                [](const auto& run) { return run.row == "base" && run.seed == 1; });
+  ASSERT_NE(row, sweep.runs.end());
+  EXPECT_EQ(small_base.seed, row->config.seed);
+  small_base.name = row->config.name;
+  EXPECT_EQ(config::dump_yaml(small_base, false), config::dump_yaml(row->config, false));
 }
 
 TEST(Experiments, SmokeTasksAreSmallAndFitTheirVocabulary) {

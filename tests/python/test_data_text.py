@@ -158,13 +158,16 @@ def test_the_experiment_file_points_at_the_files_with_absolute_paths(attnlab, pr
     assert config["data.task"] == "corpus"
     assert config["cluster.ranks"] == "1"
     assert config["name"] == "corpus"
+    # Longer sentences than Bible verses have room: 160 pieces, as many positions as need be.
+    assert config["data.max_length"] == "160"
+    assert config["model.max_positions"] == "256"
     # Everything else is experiments/small/base.yaml's.
     base = dict(line.split("=", 1) for line in run_attnlab(
         attnlab, "config", "-c", ROOT / "experiments" / "small" / "base.yaml",
         "--flat").stdout.splitlines())
     differing = {key for key in base if base[key] != config[key]}
-    assert differing == {"name", "cluster.ranks"} | {f"data.{s}.{side}" for s in SPLITS
-                                                     for side in ("src", "tgt")}
+    paths = {f"data.{s}.{side}" for s in SPLITS for side in ("src", "tgt")}
+    assert differing == {"name", "cluster.ranks", "data.max_length", "model.max_positions"} | paths
 
 
 def test_a_rerun_does_nothing_while_the_checksums_match(attnlab, prepared):
