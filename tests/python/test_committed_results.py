@@ -87,8 +87,9 @@ PILOT = ROOT / "docs" / "results" / "pilot-lr"
 
 def test_the_committed_pilot_is_what_its_logs_give(tmp_path):
     """docs/results/pilot-lr: the table and the recipe chosen are recomputed from the committed
-    run logs, and experiments/small/table3-plateau.yaml uses that recipe (noam with the chosen
-    warmup and scale = peak * sqrt(d_model * warmup))."""
+    run logs, and small-base (experiments/small/base.yaml, whose recipe table3-plateau.yaml
+    shares) uses that recipe (noam with the chosen warmup and scale = peak * sqrt(d_model *
+    warmup))."""
     import math
     import re
     result = subprocess.run([sys.executable, "-m", "analysis.pilot", str(PILOT / "runs"),
@@ -102,7 +103,7 @@ def test_the_committed_pilot_is_what_its_logs_give(tmp_path):
                        (tmp_path / "pilot.md").read_text())
     assert chosen and chosen.group(0) in (PILOT / "pilot.md").read_text()
     peak, warmup = float(chosen.group(1)), int(chosen.group(2))
-    plateau = (ROOT / "experiments" / "small" / "table3-plateau.yaml").read_text()
+    plateau = (ROOT / "experiments" / "small" / "base.yaml").read_text()
     assert re.search(rf"^    warmup: {warmup}\b", plateau, re.M)
     scale = float(re.search(r"^    scale: ([\d.]+)", plateau, re.M).group(1))
     assert scale == pytest.approx(peak * math.sqrt(64 * warmup), rel=1e-3)
