@@ -40,7 +40,7 @@ def make_workdir(path, vocab=500, steps=20, tokenizer=""):
     for split in ("train", "dev", "test"):
         for side in ("en", "es"):
             shutil.copy(FIXTURE / f"{split}.{side}", path / "data" / f"{split}.{side}")
-    (path / "tiny.yaml").write_text(TINY.format(base=ROOT / "experiments" / "small" / "base.yaml",
+    (path / "tiny.yaml").write_text(TINY.format(base=ROOT / "experiments" / "small" / "bible.yaml",
                                                 vocab=vocab, steps=steps, tokenizer=tokenizer))
     return path
 
