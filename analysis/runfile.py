@@ -49,6 +49,9 @@ class RunData:
     eval: pd.DataFrame
     diagnostics: dict  # metric -> Diagnostic
     attention: dict    # probe -> AttentionProbe
+    # `attnlab eval` results: group name ("eval_test", or --group's) -> its attributes (bleu,
+    # ppl, step, beam, checkpoint, hypotheses, ...).
+    decodings: dict = dataclasses.field(default_factory=dict)
 
     @property
     def status(self):
@@ -235,10 +238,14 @@ def _read_run(path, with_attention):
             diagnostics = _diagnostics(file["diagnostics"], path) if "diagnostics" in file else {}
             attention = (_attention(file["attention"])
                          if with_attention and "attention" in file else {})
+            decodings = {name: {k: _python_value(v) for k, v in group.attrs.items()}
+                         for name, group in file.items()
+                         if isinstance(group, h5py.Group) and "bleu_signature" in group.attrs}
     except AnalysisError:
         raise
     except (OSError, KeyError, ValueError, RuntimeError) as error:
         raise AnalysisError(f"{path}: unreadable run file (truncated or corrupt?): {error}") \
             from None
     return RunData(path=path, attrs=attrs, config=config, summary=summary, train=train,
-                   eval=evaluation, diagnostics=diagnostics, attention=attention)
+                   eval=evaluation, diagnostics=diagnostics, attention=attention,
+                   decodings=decodings)
