@@ -400,10 +400,10 @@ struct RunReporting {
     callbacks.on_lr_shrunk = [this, &config](int64_t step, double lr_factor) {
       if (!lead || request.quiet) return;
       std::fprintf(stderr,
-                   "attnlab: step %ld: %ld dev evaluations without a new best: learning rate "
-                   "x%g, now %g of the schedule\n",
+                   "attnlab: step %ld: %ld dev evaluations without a gain of more than %g: "
+                   "learning rate x%g, now %g of the schedule\n",
                    static_cast<long>(step), static_cast<long>(config.train.lr.shrink_patience),
-                   config.train.lr.shrink, lr_factor);
+                   config.train.stop.min_delta, config.train.lr.shrink, lr_factor);
     };
     callbacks.on_checkpoint = [this, &config](int64_t) {
       if (lead) save_checkpoint(dir, trainer, config.train.keep_checkpoints);
