@@ -42,15 +42,15 @@ def make_page(work, *extra, data=None):
 
 
 def expected_halvings(eval_steps, losses, min_delta):
-    """Steps whose logged rate is the first halved one: after every evaluation that is not a
-    gain (shrink_patience 1), from the next step on."""
+    """The evaluations after which the rate halved: every one that is not a gain (shrink_patience
+    1), except the last, after which no step ran at the lower rate."""
     mark, steps = float("inf"), []
     for step, loss in zip(eval_steps, losses):
         if loss < mark - min_delta:
             mark = loss
         else:
-            steps.append(int(step) + 1)
-    return [step for step in steps if step <= int(eval_steps[-1])]
+            steps.append(int(step))
+    return [step for step in steps if step < int(eval_steps[-1])]
 
 
 def test_the_page_quotes_the_run_log_and_shows_the_files_lines(attnlab, scored):
@@ -80,7 +80,7 @@ def test_the_page_quotes_the_run_log_and_shows_the_files_lines(attnlab, scored):
     # The halvings the stop rule gives for these dev losses.
     halvings = expected_halvings(steps, losses, 0.05)
     assert halvings, "no evaluation stalled: the test needs one"
-    assert "The rate halved (reduce on plateau) from step " + ", ".join(
+    assert "The rate halved (reduce on plateau) after the evaluations of steps " + ", ".join(
         f"{step:,}" for step in halvings) + "." in page
     verdict = convergence.assess(list(losses), summary["stop_reason"])
     assert verdict.reason in page
