@@ -234,27 +234,43 @@ def relative_entropy(weights):
     return float(entropy(weights).mean() / math.log(keys))
 
 
+def _probe_cross_attention(data):
+    """The first probe's decoder-encoder attention entropy relative to uniform (mean over layers,
+    heads and target positions), or None without a probe."""
+    if not data.attention:
+        return None
+    layers = data.attention[sorted(data.attention)[0]].maps.get("decoder_cross", [])
+    return float(np.mean([relative_entropy(w) for w in layers])) if layers else None
+
+
+def _dev_cross_attention(data):
+    """/summary dev_cross_attention_entropy: the same measured by the run over its whole dev set
+    (each row relative to log of its sentence's source length), or None when not recorded."""
+    value = data.summary.get("dev_cross_attention_entropy")
+    return None if value is None else float(value)
+
+
 def cross_attention_concentration(sweep):
-    """Lines for the report: per row, the probe's decoder-encoder attention entropy relative to
-    uniform (mean over layers and heads, then over the completed seeds that stored a probe)."""
+    """Lines for the report: per row, decoder-encoder attention entropy relative to uniform (mean
+    over layers, heads and target positions, then over the completed seeds that measured it),
+    over the whole dev set where the runs recorded it and on the probe sentence."""
+    what = ("entropy relative to uniform (1 = uniform over the source, 0 = one source token per "
+            "target token; mean over layers, heads and target positions):")
+    blocks = [(_dev_cross_attention, "Decoder-encoder attention over the whole dev set "
+               "(teacher forcing, the parameters of the final evaluation), " + what),
+              (_probe_cross_attention, "Decoder-encoder attention of the probe sentence, " + what)]
     lines = []
-    for row in sweep.rows:
-        values = []
-        for run_id in sweep.completed(row.key):
-            attention = sweep.data[run_id].attention
-            if not attention:
-                continue
-            probe = attention[sorted(attention)[0]]
-            layers = probe.maps.get("decoder_cross", [])
-            if layers:
-                values.append(float(np.mean([relative_entropy(w) for w in layers])))
-        if values:
-            lines.append(f"- {row.key}: {np.mean(values):.3f} over {len(values)} seed(s)")
-    if not lines:
-        return []
-    return ["Decoder-encoder attention of the probe sentence, entropy relative to uniform (1 = "
-            "uniform over the source, 0 = one source token per target token; mean over layers, "
-            "heads and target positions):", ""] + lines
+    for measure, heading in blocks:
+        rows = []
+        for row in sweep.rows:
+            values = [value for value in (measure(sweep.data[run_id])
+                                          for run_id in sweep.completed(row.key))
+                      if value is not None]
+            if values:
+                rows.append(f"- {row.key}: {np.mean(values):.3f} over {len(values)} seed(s)")
+        if rows:
+            lines += ([""] if lines else []) + [heading, ""] + rows
+    return lines
 
 
 def attention_entropy(sweep, out_dir):

@@ -230,8 +230,14 @@ def page(data, run_dir, data_dir, figure_name, title, notes):
               "again from the hypotheses by analysis.bleu. PPL is per SentencePiece piece, without "
               "label smoothing.", ""]
     for name in sorted(data.decodings):
-        lines.append(f"- {name}: `{data.decodings[name].get('bleu_detail', '')}`, decoded in "
-                     f"{_duration(data.decodings[name].get('decode_seconds', math.nan))}")
+        decoding = data.decodings[name]
+        attention = decoding.get("cross_attention_entropy")
+        lines.append(f"- {name}: `{decoding.get('bleu_detail', '')}`, decoded in "
+                     f"{_duration(decoding.get('decode_seconds', math.nan))}"
+                     + ("" if attention is None else
+                        f"; decoder-encoder attention entropy {float(attention):.3f} of uniform "
+                        "(teacher forcing with the references; mean over layers, heads and "
+                        "target positions)"))
     lines.append("")
 
     split, hypotheses, sources, references, decoding = samples

@@ -1,7 +1,8 @@
 // `attnlab eval RUN_DIR`: decodes a split of a corpus run with beam search (newest checkpoint, or
 // the average of the last K), scores BLEU (sacreBLEU-compatible) and per-piece perplexity,
 // writes them to the run file under /eval_<split> and the hypotheses to RUN_DIR/hyp.<split>.txt
-// (with --group G: /G and RUN_DIR/hyp.G.txt).
+// (with --group G: /G and RUN_DIR/hyp.G.txt), with every attention block measured over the
+// split under teacher forcing in /<group>/attention (entropy relative to uniform included).
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "core/metrics/bleu.h"
 #include "core/metrics/perplexity.h"
 #include "core/train/corpus_source.h"
+#include "core/train/diagnostics.h"
 #include "core/util/check.h"
 #include "core/util/files.h"
 
@@ -84,6 +86,8 @@ int run_eval(const std::vector<std::string>& args) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const BleuScore bleu = corpus_bleu(translation.hypotheses, text.tgt);
+  const AttentionStatistics attention = attention_statistics(*run.model, set.batches);
+  const double cross_attention = mean_cross_attention_relative_entropy(attention);
   const double ppl = perplexity(translation.nll_sum, translation.target_tokens);
 
   const std::string group_name =
@@ -114,6 +118,9 @@ int run_eval(const std::vector<std::string>& args) {
     group.set_string("reference", files.tgt);
     group.set_string("hypotheses", hyp_path);
     group.set_double("decode_seconds", seconds);
+    group.set_double("cross_attention_entropy", cross_attention);
+    h5::Group attention_group = group.require_group("attention");
+    io::write_head_statistics(attention_group, head_statistics(attention, run.step));
     file.flush();
   }
   std::printf("%s %s (step %ld, %s, beam %ld, alpha %.2f): %zu sentences in %.1f s\n",
@@ -124,6 +131,10 @@ int run_eval(const std::vector<std::string>& args) {
               static_cast<long>(beam.beam), beam.alpha, translation.hypotheses.size(), seconds);
   std::printf("%s\nsignature: %s\nppl %.4f (per piece, %ld target tokens)\n", bleu.format().c_str(),
               bleu_signature().c_str(), ppl, static_cast<long>(translation.target_tokens));
+  std::printf(
+      "decoder-encoder attention entropy %.3f of uniform (teacher forcing, mean over "
+      "layers, heads and target positions)\n",
+      cross_attention);
   std::printf("hypotheses: %s\nresults: %s/run.h5 /%s\n", hyp_path.c_str(), run_dir.c_str(),
               group_name.c_str());
   return kExitOk;

@@ -291,6 +291,26 @@ void RunLog::write_attention(const std::string& probe, AttentionStack stack, int
   state_->file.flush();
 }
 
+void write_head_statistics(h5::Group& group, const HeadStatistics& statistics) {
+  const auto blocks = static_cast<int64_t>(statistics.labels.size());
+  for (const auto& [name, values] : statistics.values) {
+    CHECK(static_cast<int64_t>(values.size()) == blocks * statistics.heads)
+        << group.where() << "/" << name << ": " << values.size() << " values for " << blocks
+        << " blocks of " << statistics.heads << " heads";
+    if (group.has(name)) group.remove(name);
+    group.write<double>(name, {blocks, statistics.heads}, values.data());
+  }
+  group.set_strings("labels", statistics.labels);
+  group.set_int("sentences", statistics.sentences);
+  group.set_int("step", statistics.step);
+}
+
+void RunLog::write_head_statistics(const std::string& group, const HeadStatistics& statistics) {
+  h5::Group target = state_->file.root().require_group(group);
+  io::write_head_statistics(target, statistics);
+  state_->file.flush();
+}
+
 void RunLog::set_status(RunStatus status) {
   state_->file.root().set_string("status", to_string(status));
   state_->file.flush();

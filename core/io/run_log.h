@@ -7,6 +7,7 @@
 //   /diagnostics/<m>   series: `step` (rows,) and `value` (rows, shape...), attr `labels`
 //   /summary           attrs: final numbers and texts
 //   /attention/<probe> attrs source_tokens, target_tokens; <stack>/layer_<i> (H,rows,cols) float
+//   /attention_dev     per-head statistics of every attention block over the dev set
 //
 // Only rank 0 writes. Every call that changes the file flushes it before returning, so a process
 // killed at any moment leaves a file that h5py and h5dump open, holding every complete call.
@@ -56,6 +57,19 @@ using Row = std::vector<std::pair<std::string, double>>;
 // Flattened config as (key, value text) pairs, e.g. ("model.heads", "8") (config::flatten).
 using ConfigEntries = std::vector<std::pair<std::string, std::string>>;
 
+// Per-head measurements of every attention block over a whole split: one (blocks, heads) float64
+// dataset per entry of `values` (e.g. "entropy"), the attribute `labels` (one per block) and the
+// integer attributes `sentences` (how many were measured) and `step` (of the parameters).
+struct HeadStatistics {
+  std::vector<std::string> labels;
+  int64_t heads = 0;
+  std::vector<std::pair<std::string, std::vector<double>>> values;  // (name, blocks * heads)
+  int64_t sentences = 0;
+  int64_t step = 0;
+};
+// Writes `statistics` into `group`, replacing datasets of the same names.
+void write_head_statistics(h5::Group& group, const HeadStatistics& statistics);
+
 class RunLog {
  public:
   // Creates a new run file (an existing file is an Error: a run is never overwritten) with the
@@ -96,6 +110,9 @@ class RunLog {
                            const std::vector<std::string>& target_tokens);
   void write_attention(const std::string& probe, AttentionStack stack, int layer,
                        TensorView<const float> weights);
+
+  // /<group> (e.g. "attention_dev") holding `statistics` (write_head_statistics).
+  void write_head_statistics(const std::string& group, const HeadStatistics& statistics);
 
   void set_status(RunStatus status);
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -167,6 +168,18 @@ void write_attention_probes(Trainer& trainer, io::RunLog& log) {
     --probe.tgt_length;
   }
   write_probe(model, data, log, "probe_0", probe);
+}
+
+// Every attention block measured over the whole dev set (teacher forcing, no dropout) with the
+// final parameters: /attention_dev, and how concentrated decoder-encoder attention is as the
+// summary's dev_cross_attention_entropy (relative to uniform; a probe is one sentence).
+void write_dev_attention(Trainer& trainer, io::RunLog& log, int64_t step) {
+  const std::vector<Batch>& dev = trainer.data().dev_batches();
+  if (dev.empty()) return;
+  const AttentionStatistics stats = attention_statistics(trainer.model(), dev);
+  log.write_head_statistics("attention_dev", head_statistics(stats, step));
+  const double cross = mean_cross_attention_relative_entropy(stats);
+  if (!std::isnan(cross)) log.set_summary("dev_cross_attention_entropy", cross);
 }
 
 // The parameters the final evaluation scores (eval.checkpoint, eval.average_last): rank 0 reads
@@ -456,6 +469,7 @@ void finish_run(RunReporting& reporting) {
   write_summary(trainer, log, final_eval);
   log.set_summary("final_checkpoint", final_parameters.description);
   write_attention_probes(trainer, log);
+  write_dev_attention(trainer, log, final_parameters.step);
   fault_point("summary");
   log.set_status(io::RunStatus::completed);
   std::printf("run %s completed (%s): dev ppl %.4f from the %s parameters", reporting.dir.c_str(),

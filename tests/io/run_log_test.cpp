@@ -285,6 +285,37 @@ TEST(RunLog, AttentionMapsMatchTheProbeTokens) {
   EXPECT_FALSE(probe.has("decoder_self"));
 }
 
+TEST(RunLog, HeadStatisticsAreBlocksByHeadsAndReplaceTheirNamesake) {
+  TempDir dir;
+  std::string path = dir.file("run.h5");
+  HeadStatistics statistics;
+  statistics.labels = {"encoder_self.layers.0", "decoder_cross.layers.0"};
+  statistics.heads = 3;
+  statistics.values = {{"entropy", {1, 2, 3, 4, 5, 6}}, {"relative_entropy", {6, 5, 4, 3, 2, 1}}};
+  statistics.sentences = 17;
+  statistics.step = 400;
+  {
+    RunLog log = RunLog::create(path, sample_info(), {});
+    log.write_head_statistics("attention_dev", statistics);
+    statistics.values[0].second[0] = 9;
+    statistics.step = 500;
+    log.write_head_statistics("attention_dev", statistics);  // replaces
+    statistics.values.push_back({"bad", {1, 2}});
+    expect_error([&] { log.write_head_statistics("attention_dev", statistics); },
+                 {"/attention_dev/bad", "2 values for 2 blocks of 3 heads"});
+  }
+  h5::File file = h5::File::open(path, h5::Access::read);
+  h5::Group group = file.root().group("attention_dev");
+  EXPECT_EQ(group.get_strings("labels"), statistics.labels);
+  EXPECT_EQ(group.get_int("sentences"), 17);
+  EXPECT_EQ(group.get_int("step"), 500);
+  h5::Array<double> entropy = group.read<double>("entropy");
+  EXPECT_EQ(entropy.dims, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(entropy.values, (std::vector<double>{9, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(group.read<double>("relative_entropy").values, (std::vector<double>{6, 5, 4, 3, 2, 1}));
+  EXPECT_FALSE(group.has("bad"));
+}
+
 TEST(RunLog, ResumeDropsRowsAfterTheCheckpointStep) {
   TempDir dir;
   std::string path = dir.file("run.h5");

@@ -84,6 +84,9 @@ def test_the_page_quotes_the_run_log_and_shows_the_files_lines(attnlab, scored):
         f"{step:,}" for step in halvings) + "." in page
     verdict = convergence.assess(list(losses), summary["stop_reason"])
     assert verdict.reason in page
+    # Attention concentration as `attnlab eval` measured it on the split.
+    assert (f"decoder-encoder attention entropy {test['cross_attention_entropy']:.3f} of uniform"
+            in page)
     # Translations: the files' lines, evenly spaced through the 85 test sentences.
     sources = (FIXTURE / "test.en").read_text(encoding="utf-8").splitlines()
     references = (FIXTURE / "test.es").read_text(encoding="utf-8").splitlines()

@@ -1,0 +1,119 @@
+"""How concentrated attention is, over the dev set: what a run measures at its end (/attention_dev,
+/summary dev_cross_attention_entropy) and `attnlab eval` (/eval_<split>/attention) against the
+attention maps of the probe sentence recomputed in Python, on a dev set of that one sentence, and
+the report's lines built from both."""
+
+import math
+import sys
+import types
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from test_translate_cli import attnlab_in, make_workdir
+
+sys.path.insert(0, str(ROOT))
+
+from analysis import figures  # noqa: E402
+
+
+def row_entropies(weights):
+    """Entropy (nats) of every row of (H, rows, cols) attention weights: (H, rows)."""
+    p = np.clip(weights, 1e-12, 1.0)
+    return -(weights * np.log(p)).sum(axis=-1)
+
+
+@pytest.fixture(scope="module")
+def one_sentence_dev(attnlab, tmp_path_factory):
+    """A tiny run whose dev set is its first dev pair, which is also the run's probe sentence."""
+    work = make_workdir(tmp_path_factory.mktemp("devattention"), steps=30)
+    for side in ("en", "es"):
+        path = work / "data" / f"dev.{side}"
+        path.write_text(path.read_text(encoding="utf-8").splitlines()[0] + "\n",
+                        encoding="utf-8")
+    attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "run")
+    return work
+
+
+def test_the_run_measures_the_dev_set_as_the_probe_maps_give(one_sentence_dev):
+    with h5py.File(one_sentence_dev / "run" / "run.h5", "r") as f:
+        dev = f["attention_dev"]
+        labels = [str(label) for label in dev.attrs["labels"]]
+        entropy, relative = dev["entropy"][...], dev["relative_entropy"][...]
+        assert int(dev.attrs["sentences"]) == 1
+        summary = float(f["summary"].attrs["dev_cross_attention_entropy"])
+        probe = f["attention/probe_0"]
+        maps = {name: [probe[name][layer][...] for layer in sorted(probe[name])]
+                for name in ("encoder_self", "decoder_self", "decoder_cross")}
+    assert labels == [f"{name}.layers.{i}" for name in maps for i in range(len(maps[name]))]
+    cross = []
+    for label, nats, ratio in zip(labels, entropy, relative):
+        name, layer = label.split(".layers.")
+        weights = maps[name][int(layer)]
+        rows = row_entropies(weights)
+        np.testing.assert_allclose(nats, rows.mean(axis=-1), rtol=1e-4, atol=1e-6)
+        if name == "decoder_self":
+            # Position t sees t + 1 keys; position 0 sees one and has no relative entropy.
+            visible = np.arange(1, weights.shape[1] + 1)
+            expected = (rows[:, 1:] / np.log(visible[1:])).mean(axis=-1)
+        else:
+            expected = rows.mean(axis=-1) / math.log(weights.shape[-1])
+        np.testing.assert_allclose(ratio, expected, rtol=1e-4, atol=1e-6)
+        if name == "decoder_cross":
+            cross.append(expected)
+    assert summary == pytest.approx(float(np.mean(cross)), rel=1e-4)
+    assert summary == pytest.approx(figures._probe_cross_attention(
+        types.SimpleNamespace(attention={"probe_0": types.SimpleNamespace(
+            maps={"decoder_cross": maps["decoder_cross"]})})), rel=1e-4)
+    assert 0.0 < summary < 1.0
+
+
+def test_eval_measures_the_same_parameters_alike(attnlab, one_sentence_dev):
+    result = attnlab_in(attnlab, one_sentence_dev, "eval", "run", "--split", "dev", "--beam", "1")
+    with h5py.File(one_sentence_dev / "run" / "run.h5", "r") as f:
+        stored = f["attention_dev"]
+        measured = f["eval_dev/attention"]
+        for name in ("entropy", "relative_entropy", "logit_variance"):
+            np.testing.assert_allclose(measured[name][...], stored[name][...], rtol=1e-5)
+        assert int(measured.attrs["step"]) == int(stored.attrs["step"])
+        value = float(f["eval_dev"].attrs["cross_attention_entropy"])
+        assert value == pytest.approx(float(f["summary"].attrs["dev_cross_attention_entropy"]),
+                                      rel=1e-6)
+    assert f"decoder-encoder attention entropy {value:.3f} of uniform" in result.stdout
+
+
+def fake_sweep(rows):
+    """The parts of analysis.sweep.Sweep that cross_attention_concentration reads: rows with
+    keys, their completed run ids and each run's summary and probe maps."""
+    data, completed = {}, {}
+    for key, runs in rows.items():
+        completed[key] = []
+        for i, (dev, probe) in enumerate(runs):
+            run_id = f"{key}-{i}"
+            attention = {}
+            if probe is not None:  # one head, 2 target rows, uniform over 4 sources: 1.0
+                weights = np.full((1, 2, 4), 0.25) if probe == 1.0 else np.array(
+                    [[[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]]])
+                attention["probe_0"] = types.SimpleNamespace(maps={"decoder_cross": [weights]})
+            summary = {} if dev is None else {"dev_cross_attention_entropy": dev}
+            data[run_id] = types.SimpleNamespace(summary=summary, attention=attention)
+            completed[key].append(run_id)
+    return types.SimpleNamespace(rows=[types.SimpleNamespace(key=key) for key in rows],
+                                 data=data, completed=lambda key: completed[key])
+
+
+def test_the_report_gives_the_dev_set_and_the_probe_per_row():
+    lines = figures.cross_attention_concentration(fake_sweep({
+        "base": [(0.6, 1.0), (0.7, 0.0)], "h=1": [(None, 1.0)], "h=4": [(0.3, None)]}))
+    text = "\n".join(lines)
+    dev, probe = text.split("Decoder-encoder attention of the probe sentence")
+    assert "over the whole dev set" in dev
+    assert "- base: 0.650 over 2 seed(s)" in dev and "- h=4: 0.300 over 1 seed(s)" in dev
+    assert "h=1" not in dev
+    assert "- base: 0.500 over 2 seed(s)" in probe and "- h=1: 1.000 over 1 seed(s)" in probe
+    assert "h=4" not in probe
+    # Runs without the dev measurement (older logs) keep the probe lines alone.
+    only_probe = figures.cross_attention_concentration(fake_sweep({"base": [(None, 1.0)]}))
+    assert only_probe[0].startswith("Decoder-encoder attention of the probe sentence")
