@@ -7,6 +7,7 @@ report says what was skipped and why.
 
 import math
 import pathlib
+import re
 
 import matplotlib
 
@@ -245,9 +246,20 @@ def _probe_cross_attention(data):
 
 def _dev_cross_attention(data):
     """/summary dev_cross_attention_entropy: the same measured by the run over its whole dev set
-    (each row relative to log of its sentence's source length), or None when not recorded."""
+    (each row relative to log of its sentence's source length). Runs logged before the run
+    measured it may carry it from `attnlab eval --split dev` (/eval_dev), used when that scored
+    the parameters of the run's final evaluation (the same step, not an average). Else None."""
     value = data.summary.get("dev_cross_attention_entropy")
-    return None if value is None else float(value)
+    if value is not None:
+        return float(value)
+    decoding = getattr(data, "decodings", {}).get("eval_dev", {})
+    final = str(data.summary.get("final_checkpoint", ""))
+    step = re.fullmatch(r"(?:best|newest) \(step (\d+)(?:, the newest)?\)", final)
+    if ("cross_attention_entropy" in decoding and step is not None
+            and int(decoding.get("average_last", 0)) <= 1
+            and int(decoding.get("step", -1)) == int(step.group(1))):
+        return float(decoding["cross_attention_entropy"])
+    return None
 
 
 def cross_attention_concentration(sweep):

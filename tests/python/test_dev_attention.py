@@ -117,3 +117,20 @@ def test_the_report_gives_the_dev_set_and_the_probe_per_row():
     # Runs without the dev measurement (older logs) keep the probe lines alone.
     only_probe = figures.cross_attention_concentration(fake_sweep({"base": [(None, 1.0)]}))
     assert only_probe[0].startswith("Decoder-encoder attention of the probe sentence")
+
+
+def test_older_runs_give_it_from_eval_on_the_final_parameters_only():
+    def run(final, **decoding):
+        return types.SimpleNamespace(summary={"final_checkpoint": final}, decodings={
+            "eval_dev": {"cross_attention_entropy": 0.4, "average_last": 0, **decoding}})
+    assert figures._dev_cross_attention(run("best (step 40)", step=40)) == 0.4
+    assert figures._dev_cross_attention(run("best (step 40, the newest)", step=40)) == 0.4
+    assert figures._dev_cross_attention(run("newest (step 40)", step=40)) == 0.4
+    # Other parameters than the run's final evaluation scored: not this run's number.
+    assert figures._dev_cross_attention(run("best (step 40)", step=30)) is None
+    assert figures._dev_cross_attention(run("newest (step 40)", step=40, average_last=5)) is None
+    assert figures._dev_cross_attention(run("average of 5 (steps 20, 40)", step=40)) is None
+    # The run's own measurement wins.
+    own = run("best (step 40)", step=40)
+    own.summary["dev_cross_attention_entropy"] = 0.7
+    assert figures._dev_cross_attention(own) == 0.7
