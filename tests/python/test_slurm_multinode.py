@@ -32,8 +32,8 @@ base: {task}
 name: {name}
 model: {{encoder_layers: 1, decoder_layers: 1, d_model: 32, d_ff: 64, heads: 4}}
 data: {{synthetic: {{train_size: 4000, dev_size: 50}}}}
-train: {{batch_tokens: 400, steps: {steps}, checkpoint_every: 10}}
-eval: {{every: 10}}
+train: {{batch_tokens: 400, steps: {steps}, checkpoint_every: {every}}}
+eval: {{every: {every}}}
 log: {{every: 1}}
 cluster: {{ranks: 2, threads_per_rank: 1}}
 sweep:
@@ -73,9 +73,9 @@ def cluster():
         yield env
 
 
-def write_sweep(directory, name, steps):
+def write_sweep(directory, name, steps, every=10):
     path = directory / f"{name}.yaml"
-    path.write_text(SWEEP.format(task=TASK, name=name, steps=steps))
+    path.write_text(SWEEP.format(task=TASK, name=name, steps=steps, every=every))
     return path
 
 
@@ -184,8 +184,10 @@ def test_a_rank_killed_on_node_2_ends_the_job_and_status_names_it(attnlab, clust
 
 
 def test_a_preempted_two_node_task_requeues_and_resumes(attnlab, cluster, tmp_path):
-    steps = 150
-    sweep = write_sweep(tmp_path, "requeued", steps=steps)
+    # Long enough (seconds) that the warning signal, sent once step 15 is seen, lands while the
+    # run trains rather than after it ended.
+    steps = 2000
+    sweep = write_sweep(tmp_path, "requeued", steps=steps, every=100)
     sweep_dir = tmp_path / "slurm" / "requeued"
     job = job_id(submit(attnlab, cluster, sweep, tmp_path / "slurm", profile=PROFILE))
     wait_until(lambda: step_reached(attnlab, cluster, sweep_dir, steps, 15), 120,
@@ -195,4 +197,13 @@ def test_a_preempted_two_node_task_requeues_and_resumes(attnlab, cluster, tmp_pa
         assert f.attrs["status"] == "completed"
         assert f.attrs["world_size"] == 2
         assert list(f["train"]["step"][...]) == list(range(1, steps + 1))
-    assert_same_series(run_dir, one_rank_run(attnlab, run_dir, tmp_path / "one"))
+    # Against the same two ranks trained here without a break, not against one rank: over
+    # hundreds of steps one rank's series can part from two ranks' by more than rounding (this
+    # config's did at step 100 under OpenBLAS's SkylakeX, Sandybridge and generic kernels, not
+    # its Haswell ones), while the same ranks on the same shapes must agree bit for bit.
+    local = tmp_path / "local"
+    run_attnlab(attnlab, "sweep", sweep, "--out", local, timeout=300)
+    (uninterrupted,) = run_dirs(local / "requeued")
+    assert uninterrupted.name == run_dir.name
+    for column in ("loss", "grad_norm", "tokens"):
+        np.testing.assert_array_equal(losses(run_dir, column), losses(uninterrupted, column))

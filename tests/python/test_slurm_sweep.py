@@ -131,9 +131,11 @@ def preempt_and_wait_for_requeue(attnlab, env, job, sweep_dir):
 
 
 def test_preempted_task_is_requeued_and_resumes_to_the_same_loss(attnlab, slurm, tmp_path):
-    steps = 300
+    # About ten seconds of training: the warning signal, sent once step 15 is seen, lands while
+    # the run trains rather than after it ended (300 steps took 1.2 s).
+    steps = 3000
     sweep = write_sweep(tmp_path, name="preempt", steps=steps, seeds="[5]",
-                        extra="  grid: {model.norm: [pre]}\n")
+                        extra="  grid: {model.norm: [pre]}\n", every=100)
     runs = tmp_path / "slurm"
     sweep_dir = runs / "preempt"
     job = job_id(submit(attnlab, slurm, sweep, runs))

@@ -26,8 +26,8 @@ name: {name}
 model: {{encoder_layers: 1, decoder_layers: 1, d_model: 32, d_ff: 64, heads: 4, d_k: 8, d_v: 8,
          dropout: 0.1}}
 data: {{synthetic: {{train_size: 2000, dev_size: 50}}}}
-train: {{batch_tokens: 400, steps: {steps}, checkpoint_every: 10}}
-eval: {{every: 10}}
+train: {{batch_tokens: 400, steps: {steps}, checkpoint_every: {every}}}
+eval: {{every: {every}}}
 log: {{every: 1}}
 cluster: {{ranks: {ranks}, threads_per_rank: 1}}
 sweep:
@@ -36,11 +36,12 @@ sweep:
 
 
 def write_sweep(directory, name="tiny", steps=30, ranks=1, seeds="[1, 2]",
-                extra="  grid: {model.norm: [post, pre]}\n"):
-    """Writes a sweep YAML into `directory` and returns its path."""
+                extra="  grid: {model.norm: [post, pre]}\n", every=10):
+    """Writes a sweep YAML into `directory` (checkpoints and dev evaluations `every` steps) and
+    returns its path."""
     path = directory / f"{name}.yaml"
     path.write_text(SWEEP.format(task=TASK, name=name, steps=steps, ranks=ranks, seeds=seeds,
-                                 extra=extra))
+                                 extra=extra, every=every))
     return path
 
 
