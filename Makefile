@@ -25,7 +25,7 @@ BENCH_ARGS ?=
 # small parallel corpus, and Slurm with iproute2 for the one- and two-node clusters of the sweep
 # tests.
 DEPS := build-essential cmake pkg-config git \
-  libopenblas-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools \
+  libopenblas-dev libdnnl-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools \
   libboost-program-options-dev libyaml-cpp-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libsentencepiece-dev sentencepiece libicu-dev \

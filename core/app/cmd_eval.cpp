@@ -15,6 +15,7 @@
 #include "core/io/h5.h"
 #include "core/metrics/bleu.h"
 #include "core/metrics/perplexity.h"
+#include "core/tensor/blas.h"
 #include "core/train/corpus_source.h"
 #include "core/train/diagnostics.h"
 #include "core/util/check.h"
@@ -53,7 +54,9 @@ int run_eval(const std::vector<std::string>& args) {
       "newest or best (ckpt/best.h5, the lowest dev loss; default: eval.checkpoint of the run)")(
       "group", po::value<std::string>(),
       "run-file group for the results (default: eval_<split>; also names hyp.<group>.txt)")(
-      "threads", po::value<int>(), "BLAS threads (default: cluster.threads_per_rank)");
+      "threads", po::value<int>(), "BLAS threads (default: cluster.threads_per_rank)")(
+      "precision", po::value<std::string>(),
+      "fp32 or bf16 matrix products (default: train.precision of the run)");
   po::positional_options_description positional;
   positional.add("run", 1);
   po::variables_map values;
@@ -113,6 +116,7 @@ int run_eval(const std::vector<std::string>& args) {
     group.set_int("max_len_offset", beam.max_len_offset);
     group.set_int("average_last", average);
     group.set_string("checkpoint", settings.best ? "best" : "newest");
+    group.set_string("precision", blas::precision_name(blas::precision()));
     group.set_string("checkpoints", joined(run.checkpoints));
     group.set_string("source", files.src);
     group.set_string("reference", files.tgt);

@@ -9,6 +9,7 @@
 #include "core/config/config.h"
 #include "core/dist/abort.h"
 #include "core/dist/comm.h"
+#include "core/train/precision.h"
 #include "core/train/run.h"
 #include "core/util/path_name.h"
 
@@ -61,6 +62,10 @@ int run_train(const std::vector<std::string>& args) {
   if (values.count("sweep-id")) request.sweep_id = values["sweep-id"].as<std::string>();
   request.command_line = "attnlab train";
   for (const std::string& word : args) request.command_line += " " + word;
+
+  // Before MPI starts, as for a missing data file: a rank on a CPU without native bf16 ends the
+  // job with the usage exit code instead of leaving the others waiting in a collective.
+  use_precision(request.config.train.precision, "train.precision");
 
   std::unique_ptr<dist::Comm> comm = dist::make_comm();
   // A run asking for several ranks but started alone would train on one rank in silence.

@@ -25,7 +25,9 @@ int run_translate(const std::vector<std::string>& args) {
       "average the last K checkpoints (default: eval.average_last; 0 = newest only)")(
       "checkpoint", po::value<std::string>(),
       "newest or best (ckpt/best.h5, the lowest dev loss; default: eval.checkpoint of the run)")(
-      "threads", po::value<int>(), "BLAS threads (default: cluster.threads_per_rank)");
+      "threads", po::value<int>(), "BLAS threads (default: cluster.threads_per_rank)")(
+      "precision", po::value<std::string>(),
+      "fp32 or bf16 matrix products (default: train.precision of the run)");
   po::positional_options_description positional;
   positional.add("run", 1);
   po::variables_map values;

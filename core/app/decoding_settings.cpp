@@ -5,6 +5,7 @@
 
 #include "core/app/cli.h"
 #include "core/tensor/blas.h"
+#include "core/train/precision.h"
 
 namespace attnlab::cli {
 
@@ -32,6 +33,15 @@ DecodingSettings decoding_settings(const boost::program_options::variables_map& 
   if (beam.beam < 1) throw UsageError("--beam must be >= 1");
   blas::set_threads(values.count("threads") ? values["threads"].as<int>()
                                             : static_cast<int>(stored.cluster.threads_per_rank));
+  if (values.count("precision")) {
+    const std::string precision = values["precision"].as<std::string>();
+    if (precision != "fp32" && precision != "bf16") {
+      throw UsageError("--precision must be fp32 or bf16, got '" + precision + "'");
+    }
+    use_precision(precision, "--precision");
+  } else {
+    use_precision(stored.train.precision, "train.precision (the run's; --precision overrides it)");
+  }
   return settings;
 }
 

@@ -1,5 +1,5 @@
 // The decoding settings attnlab eval and attnlab translate share: the run's own eval.* values,
-// overridden by --average, --beam, --alpha, --max-len-offset and --threads.
+// overridden by --average, --beam, --alpha, --max-len-offset, --threads and --precision.
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -19,7 +19,8 @@ struct DecodingSettings {
 
 // Reads the flags over `stored` (the run's config), throwing UsageError on a negative --average,
 // --average with --checkpoint best, an unknown --checkpoint or a --beam below 1, and sets the BLAS
-// thread count (--threads, else cluster.threads_per_rank).
+// thread count (--threads, else cluster.threads_per_rank) and the precision of the products
+// (--precision, else train.precision; bf16 on a CPU without it is a ConfigError).
 DecodingSettings decoding_settings(const boost::program_options::variables_map& values,
                                    const ExperimentConfig& stored);
 

@@ -81,6 +81,8 @@ struct TrainConfig {
   double clip = 0.0;                // max global gradient norm; 0 = off
   int64_t checkpoint_every = 1000;  // steps between checkpoints; 0 = only at the end
   int64_t keep_checkpoints = 5;     // newest checkpoints kept
+  // Operands of the float matrix products: fp32 | bf16 (mixed precision; see blas::Precision).
+  std::string precision = "fp32";
 };
 
 struct EvalConfig {

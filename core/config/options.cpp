@@ -372,6 +372,10 @@ std::vector<Option> build_options() {
       integer(ATTNLAB_FIELD(train.checkpoint_every), 0, kNoMax,
               "steps between checkpoints; 0 = only at the end"),
       integer(ATTNLAB_FIELD(train.keep_checkpoints), 1, kNoMax, "newest checkpoints kept"),
+      choice(ATTNLAB_FIELD(train.precision), {"fp32", "bf16"},
+             "operands of the matrix products: fp32, or bf16 rounded with fp32 accumulation and "
+             "results (weights, gradients, Adam, LayerNorm, softmax and the loss stay fp32); bf16 "
+             "needs a CPU with avx512_bf16 or amx_bf16"),
 
       integer(ATTNLAB_FIELD(eval.every), 0, kNoMax,
               "steps between dev evaluations; 0 = only at the end"),

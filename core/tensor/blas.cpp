@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 #include "core/util/check.h"
 
@@ -29,6 +30,10 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
                  int64_t ldc) {
   check_gemm_args(m, n, k);
   if (m == 0 || n == 0) return;
+  if (precision() == Precision::kBf16 && k > 0) {
+    gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, transpose_flag(trans_a), transpose_flag(trans_b), static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
               static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
@@ -50,6 +55,14 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
                           const T* a, int64_t lda, int64_t stride_a, const T* b, int64_t ldb,
                           int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c,
                           int64_t batch) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (precision() == Precision::kBf16 && m > 0 && n > 0 && k > 0 && batch > 0) {
+      check_gemm_args(m, n, k);
+      gemm_bf16_strided_batched(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
+                                stride_b, beta, c, ldc, stride_c, batch);
+      return;
+    }
+  }
   for (int64_t i = 0; i < batch; ++i) {
     gemm<T>(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
             c + i * stride_c, ldc);
@@ -89,20 +102,25 @@ std::string core_name() {
   return name ? std::string(name) : std::string("unknown");
 }
 
-std::string cpu_vector_extension() {
+std::string cpu_flags() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   while (std::getline(cpuinfo, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    const std::string flags = " " + line.substr(line.find(':') + 1) + " ";
-    auto has = [&](const char* flag) {
-      return flags.find(" " + std::string(flag) + " ") != std::string::npos;
-    };
-    // OpenBLAS's SkylakeX kernels need AVX-512 F, BW, DQ and VL; its Haswell/Zen kernels AVX2+FMA.
-    if (has("avx512f") && has("avx512bw") && has("avx512dq") && has("avx512vl")) return "avx512";
-    return has("avx2") && has("fma") ? "avx2" : "";
+    if (line.rfind("flags", 0) == 0) return line.substr(line.find(':') + 1);
   }
   return "";
+}
+
+bool has_cpu_flag(const std::string& flags, const std::string& flag) {
+  return (" " + flags + " ").find(" " + flag + " ") != std::string::npos;
+}
+
+std::string cpu_vector_extension() {
+  const std::string flags = cpu_flags();
+  auto has = [&](const char* flag) { return has_cpu_flag(flags, flag); };
+  // OpenBLAS's SkylakeX kernels need AVX-512 F, BW, DQ and VL; its Haswell/Zen kernels AVX2+FMA.
+  if (has("avx512f") && has("avx512bw") && has("avx512dq") && has("avx512vl")) return "avx512";
+  return has("avx2") && has("fma") ? "avx2" : "";
 }
 
 namespace {

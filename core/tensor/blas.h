@@ -1,11 +1,32 @@
 // The only door to BLAS: row-major GEMM (optionally transposed, optionally over strided batches)
-// in float and double, and the OpenBLAS kernel report.
+// in float and double, the OpenBLAS kernel report, and the precision of float products: fp32
+// through OpenBLAS's sgemm, or bf16 operands through oneDNN's matmul (blas_bf16.cpp; no other
+// file includes cblas.h or oneDNN's headers).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 namespace attnlab::blas {
+
+// Operand precision of float products, process-wide (as PyTorch's
+// torch.set_float32_matmul_precision). fp32: OpenBLAS's sgemm. bf16: A and B rounded to bfloat16
+// (round to nearest even), multiplied with fp32 accumulation into fp32 C by oneDNN; alpha, beta
+// and C stay fp32. Double products are never affected (gradient checks stay exact).
+enum class Precision { kFp32, kBf16 };
+void set_precision(Precision precision);
+Precision precision();
+// "fp32" | "bf16" and back; parse throws Error naming the allowed values.
+Precision parse_precision(const std::string& name);
+std::string precision_name(Precision precision);
+
+// Why bf16 products cannot run natively on a CPU with these /proc/cpuinfo flags ("" when they
+// can: avx512_bf16 or amx_bf16 present). Names the flags found that matter. Pure, for tests.
+std::string bf16_unsupported_reason(const std::string& cpu_flags);
+// The same for this machine's CPU.
+std::string bf16_unsupported_reason();
+// The instruction set oneDNN's kernels use on this CPU ("avx512_core_bf16", "avx512_core_amx").
+std::string onednn_isa();
 
 // C(M,N) = alpha * op(A) op(B) + beta * C, row-major; op(A) is (M,K), op(B) is (K,N).
 // lda/ldb/ldc are the row strides of A, B, C as stored.
@@ -20,6 +41,19 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
                           int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c,
                           int64_t batch);
 
+// The float product with bf16 operands whatever precision() is (oneDNN; the CPU must have native
+// bf16, see bf16_unsupported_reason). Primitives are made once per shape, transposition, leading
+// dimensions, alpha and beta and reused; operand buffers grow and are kept, per thread.
+void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+               int64_t ldc);
+// The strided batch as one oneDNN call (attention's per-head products are small: one call per
+// batch instead of one per matrix saves oneDNN's per-call cost).
+void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                               float alpha, const float* a, int64_t lda, int64_t stride_a,
+                               const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
+                               int64_t ldc, int64_t stride_c, int64_t batch);
+
 // The same product by three loops: the oracle for tests, never used on the hot path.
 template <typename T>
 void gemm_naive(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
@@ -27,6 +61,9 @@ void gemm_naive(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T a
 
 // The kernel OpenBLAS chose at load time ("SkylakeX", "Haswell", "Prescott", ...).
 std::string core_name();
+// The flags line of /proc/cpuinfo ("" when unreadable), and whether `flags` holds `flag`.
+std::string cpu_flags();
+bool has_cpu_flag(const std::string& flags, const std::string& flag);
 // The CPU's best vector extension as the OS reports it: "avx512", "avx2" or "" for neither.
 std::string cpu_vector_extension();
 // A one-line warning when OpenBLAS runs a generic kernel on a CPU with AVX2/AVX-512, else "".

@@ -21,6 +21,7 @@
 #include "core/train/checkpoints.h"
 #include "core/train/corpus_source.h"
 #include "core/train/diagnostics.h"
+#include "core/train/precision.h"
 #include "core/train/progress.h"
 #include "core/train/trainer.h"
 #include "core/util/dir_lock.h"
@@ -255,6 +256,7 @@ void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last) {
     log.set_summary("train_flops", flops * static_cast<double>(trainer.tokens_seen()));
   }
   log.set_summary("openblas_core", blas::core_name());
+  log.set_summary("matmul_engine", matmul_engine());
 }
 
 // How a run starts. Rank 0 decides from the run directory and broadcasts it, so that every rank
@@ -502,6 +504,9 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   const int threads = static_cast<int>(config.cluster.threads_per_rank);
   blas::set_threads(threads);
   omp_set_num_threads(threads);
+  // attnlab train has checked the CPU before MPI started; this sets it for every caller (plan's
+  // calibration included).
+  use_precision(config.train.precision, "train.precision");
 
   RunStart start = decide_start(request, comm);
   if (start.kind == StartKind::kAlreadyCompleted) {
@@ -526,8 +531,8 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   const TrainerCallbacks callbacks = reporting.callbacks();
   if (trainer.step() == 0) reporting.log_attention(0);
   if (lead && !request.quiet) {
-    std::fprintf(stderr, "attnlab: OpenBLAS kernel %s, %d thread(s) per rank, %d rank(s)\n",
-                 blas::core_name().c_str(), threads, comm.size());
+    std::fprintf(stderr, "attnlab: %s, %d thread(s) per rank, %d rank(s)\n",
+                 matmul_engine().c_str(), threads, comm.size());
   }
   install_stop_signals();
   TrainOutcome outcome;

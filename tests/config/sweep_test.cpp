@@ -207,6 +207,7 @@ TEST(Experiments, EveryFileLoadsAndSweepsHaveTheirSizes) {
                                                      {"small/study-long.yaml", 16},
                                                      {"small/table3.yaml", 60},
                                                      {"small/pilot-lr.yaml", 24},
+                                                     {"small/pilot-bf16.yaml", 4},
                                                      {"small/table3-plateau.yaml", 80},
                                                      {"studies/heads.yaml", 2},
                                                      {"studies/positions_length.yaml", 2},

@@ -12,6 +12,7 @@ import h5py
 import pytest
 
 from conftest import MPI_TEST_ENV, ROOT, run_attnlab
+from test_bf16 import NATIVE_BF16, NO_BF16
 
 FIXTURE = ROOT / "tests" / "fixtures" / "bible"
 
@@ -366,3 +367,29 @@ def test_dev_bleu_on_two_ranks_equals_one_rank(attnlab, tmp_path):
             scores.append(list(f["eval"]["bleu"][...]))
     assert len(scores[0]) == 2 and scores[0] == scores[1]
     assert scores[0][-1] > 0, "a zero BLEU would not tell a sum from a single rank's counts"
+
+
+def test_eval_and_translate_take_the_runs_precision_or_precision(attnlab, trained):
+    """fp32 unless --precision says bf16 (the run trained in fp32); bf16 scores the same model
+    within rounding but not bit for bit; a precision that does not exist is a usage error."""
+    attnlab_in(attnlab, trained, "eval", "run", "--split", "test", "--group", "eval_test_fp32")
+    with h5py.File(trained / "run" / "run.h5", "r") as f:
+        fp32 = dict(f["eval_test_fp32"].attrs)
+    assert fp32["precision"] == "fp32"
+    unknown = attnlab_in(attnlab, trained, "eval", "run", "--precision", "fp16", check=False)
+    assert unknown.returncode == 2
+    assert "--precision must be fp32 or bf16, got 'fp16'" in unknown.stderr
+    if not NATIVE_BF16:
+        pytest.skip(NO_BF16)
+    attnlab_in(attnlab, trained, "eval", "run", "--split", "test", "--group", "eval_test_bf16",
+               "--precision", "bf16")
+    with h5py.File(trained / "run" / "run.h5", "r") as f:
+        bf16 = dict(f["eval_test_bf16"].attrs)
+    assert bf16["precision"] == "bf16"
+    assert bf16["nll"] != fp32["nll"]
+    assert bf16["nll"] == pytest.approx(fp32["nll"], rel=0.02)
+    translated = subprocess.run([str(attnlab), "translate", "run", "--precision", "bf16"],
+                                cwd=trained, input="In the beginning\n", capture_output=True,
+                                text=True, timeout=120)
+    assert translated.returncode == 0, translated.stderr
+    assert len(translated.stdout.splitlines()) == 1

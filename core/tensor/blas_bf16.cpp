@@ -1,0 +1,164 @@
+// bf16 products through oneDNN's matmul, and the process-wide precision of float products. The
+// only file that includes oneDNN's headers.
+//
+// Error bound (what tests/tensor/blas_bf16_test.cpp checks): rounding to bf16 (8 significant
+// bits) moves each operand by at most u = 2^-8 of itself, so each term a*b moves by at most
+// (2u + u^2)|a||b|, and fp32 accumulation of K terms adds at most about K * 2^-24 * sum |a||b|.
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+#include <vector>
+
+#include "core/tensor/blas.h"
+#include "core/util/check.h"
+
+namespace attnlab::blas {
+namespace {
+
+Precision g_precision = Precision::kFp32;
+
+// Rounds to the nearest bf16, ties to even; NaN stays NaN (quiet) rather than rounding to Inf.
+inline uint16_t to_bf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+// The stored (rows x cols, row stride ld) float matrix as a dense bf16 one.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void round_matrix(
+    const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = src + r * ld;
+    uint16_t* out = dst + r * cols;
+    for (int64_t j = 0; j < cols; ++j) out[j] = to_bf16(row[j]);
+  }
+}
+
+// trans_a, trans_b, m, n, k, ldc, stride_c, batch, alpha, beta (operands are dense copies, so
+// their leading dimensions follow from the rest).
+using Key =
+    std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float, float>;
+
+// Per thread (products run inside OpenMP regions): oneDNN's engine and stream, the primitives made
+// so far and the operand buffers. Shapes repeat (batch shapes, attention tiles), so the cache is
+// small; it is emptied if a run ever produces more shapes than kMaxPrimitives.
+struct Bf16Context {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::map<Key, dnnl::matmul> primitives;
+  std::vector<uint16_t> a, b;
+};
+constexpr size_t kMaxPrimitives = 4096;
+
+Bf16Context& context() {
+  thread_local Bf16Context ctx;
+  return ctx;
+}
+
+// `batch` logical (rows x cols) matrices `stride` elements apart; each stored row-major with row
+// stride ld, or transposed (stored cols x rows).
+dnnl::memory::desc matrix_desc(int64_t batch, int64_t rows, int64_t cols, bool transposed,
+                               dnnl::memory::data_type type, int64_t ld, int64_t stride) {
+  return dnnl::memory::desc(
+      {batch, rows, cols}, type,
+      transposed ? dnnl::memory::dims{stride, 1, ld} : dnnl::memory::dims{stride, ld, 1});
+}
+
+}  // namespace
+
+void set_precision(Precision precision) { g_precision = precision; }
+Precision precision() { return g_precision; }
+
+Precision parse_precision(const std::string& name) {
+  if (name == "fp32") return Precision::kFp32;
+  if (name == "bf16") return Precision::kBf16;
+  throw Error("unknown precision '" + name + "' (expected fp32 or bf16)");
+}
+
+std::string precision_name(Precision precision) {
+  return precision == Precision::kBf16 ? "bf16" : "fp32";
+}
+
+std::string bf16_unsupported_reason(const std::string& flags) {
+  if (has_cpu_flag(flags, "avx512_bf16") || has_cpu_flag(flags, "amx_bf16")) return "";
+  std::string found;
+  for (const char* flag : {"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni"}) {
+    if (has_cpu_flag(flags, flag)) found += std::string(found.empty() ? "" : " ") + flag;
+  }
+  return "this CPU has no native bfloat16 products (neither avx512_bf16 nor amx_bf16 in "
+         "/proc/cpuinfo; its vector flags: " +
+         (found.empty() ? std::string("none of avx2/avx512") : found) + ")";
+}
+
+std::string bf16_unsupported_reason() { return bf16_unsupported_reason(cpu_flags()); }
+
+std::string onednn_isa() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    default: return "older than avx2";
+  }
+}
+
+void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                               float alpha, const float* a, int64_t lda, int64_t stride_a,
+                               const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
+                               int64_t ldc, int64_t stride_c, int64_t batch) {
+  CHECK(m > 0 && n > 0 && k > 0 && batch > 0) << "bf16 gemm needs positive sizes, got m=" << m
+                                              << " n=" << n << " k=" << k << " batch=" << batch;
+  Bf16Context& ctx = context();
+  // Operands as dense bf16 copies in their stored orientation (A is stored k x m when
+  // transposed, B n x k), matrix after matrix.
+  const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+  const int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+  const int64_t a_size = a_rows * a_cols, b_size = b_rows * b_cols;
+  if (ctx.a.size() < static_cast<size_t>(batch * a_size)) ctx.a.resize(batch * a_size);
+  if (ctx.b.size() < static_cast<size_t>(batch * b_size)) ctx.b.resize(batch * b_size);
+  for (int64_t i = 0; i < batch; ++i) {
+    round_matrix(a + i * stride_a, a_rows, a_cols, lda, ctx.a.data() + i * a_size);
+    round_matrix(b + i * stride_b, b_rows, b_cols, ldb, ctx.b.data() + i * b_size);
+  }
+
+  using dt = dnnl::memory::data_type;
+  const auto a_desc = matrix_desc(batch, m, k, trans_a, dt::bf16, a_cols, a_size);
+  const auto b_desc = matrix_desc(batch, k, n, trans_b, dt::bf16, b_cols, b_size);
+  const auto c_desc = matrix_desc(batch, m, n, false, dt::f32, ldc, stride_c);
+  const Key key{trans_a, trans_b, m, n, k, ldc, stride_c, batch, alpha, beta};
+  auto found = ctx.primitives.find(key);
+  if (found == ctx.primitives.end()) {
+    if (ctx.primitives.size() >= kMaxPrimitives) ctx.primitives.clear();
+    dnnl::primitive_attr attr;
+    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    if (beta != 0.0f) {
+      dnnl::post_ops ops;
+      ops.append_sum(beta);
+      attr.set_post_ops(ops);
+    }
+    const dnnl::matmul::primitive_desc desc(dnnl::matmul::desc(a_desc, b_desc, c_desc), attr,
+                                            ctx.engine);
+    found = ctx.primitives.emplace(key, dnnl::matmul(desc)).first;
+  }
+  dnnl::memory a_mem(a_desc, ctx.engine, ctx.a.data());
+  dnnl::memory b_mem(b_desc, ctx.engine, ctx.b.data());
+  dnnl::memory c_mem(c_desc, ctx.engine, c);
+  found->second.execute(ctx.stream,
+                        {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  ctx.stream.wait();
+}
+
+void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+               int64_t ldc) {
+  gemm_bf16_strided_batched(trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0,
+                            1);
+}
+
+}  // namespace attnlab::blas
