@@ -6,7 +6,8 @@ them, so none is typed by hand, and a change to the analysis that would alter a 
 fails until the report is regenerated. The logs must also still be the runs that their sweep file
 (experiments/small/table3.yaml, experiments/small/study.yaml) declares: a change to the sweep file
 (or to what a run id hashes) would make them another experiment's. The same holds for the runs of
-table3-plateau committed so far, and for the learning-rate pilot and small-base's page.
+table3-plateau committed so far, and for the learning-rate and precision pilots and small-base's
+page.
 """
 
 import difflib
@@ -56,6 +57,8 @@ def _markdown_tables(text):
 DECLARED = {name: (results / "runs", sweep) for name, (results, sweep, _) in COMMITTED.items()}
 DECLARED["table3-plateau"] = (ROOT / "docs" / "results" / "table3-plateau" / "runs",
                               ROOT / "experiments" / "small" / "table3-plateau.yaml")
+DECLARED["pilot-bf16"] = (ROOT / "docs" / "results" / "pilot-bf16" / "runs",
+                          ROOT / "experiments" / "small" / "pilot-bf16.yaml")
 
 
 @pytest.mark.parametrize("name", sorted(DECLARED))
@@ -145,3 +148,23 @@ def test_the_committed_pilot_is_what_its_logs_give(tmp_path):
     assert re.search(rf"^    warmup: {warmup}\b", plateau, re.M)
     scale = float(re.search(r"^    scale: ([\d.]+)", plateau, re.M).group(1))
     assert scale == pytest.approx(peak * math.sqrt(64 * warmup), rel=1e-3)
+
+
+PRECISION_PILOT = ROOT / "docs" / "results" / "pilot-bf16"
+
+
+def test_the_committed_precision_pilot_is_what_its_logs_give(tmp_path):
+    """docs/results/pilot-bf16: the page (margins, verdict, table) is recomputed from the
+    committed run logs with its notes and must equal the committed one (DECLARED checks that the
+    runs are the ones experiments/small/pilot-bf16.yaml declares)."""
+    command = [sys.executable, "-m", "analysis.precision_pilot",
+               "docs/results/pilot-bf16/runs", "--out", str(tmp_path), "--notes",
+               "docs/results/pilot-bf16-notes.md"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in ("pilot-bf16.md", "pilot-bf16.csv"):
+        diff = _diff((PRECISION_PILOT / name).read_text(encoding="utf-8"),
+                     (tmp_path / name).read_text(encoding="utf-8"), name)
+        assert not diff, (f"{name} is stale; regenerate it with python3 -m "
+                          f"analysis.precision_pilot docs/results/pilot-bf16/runs --out "
+                          f"docs/results/pilot-bf16 --notes docs/results/pilot-bf16-notes.md\n{diff}")
