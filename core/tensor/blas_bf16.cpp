@@ -9,6 +9,7 @@
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/tensor/blas.h"
@@ -46,10 +47,17 @@ using Key =
 // Per thread (products run inside OpenMP regions): oneDNN's engine and stream, the primitives made
 // so far and the operand buffers. Shapes repeat (batch shapes, attention tiles), so the cache is
 // small; it is emptied if a run ever produces more shapes than kMaxPrimitives.
+// A primitive with its three memory objects, which only get new data handles per call (creating
+// them would allocate at every product).
+struct Product {
+  dnnl::matmul matmul;
+  dnnl::memory a, b, c;
+};
+
 struct Bf16Context {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  std::map<Key, dnnl::matmul> primitives;
+  std::map<Key, Product> primitives;
   std::vector<uint16_t> a, b;
 };
 constexpr size_t kMaxPrimitives = 4096;
@@ -144,13 +152,18 @@ void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n,
     }
     const dnnl::matmul::primitive_desc desc(dnnl::matmul::desc(a_desc, b_desc, c_desc), attr,
                                             ctx.engine);
-    found = ctx.primitives.emplace(key, dnnl::matmul(desc)).first;
+    Product product{dnnl::matmul(desc), dnnl::memory(a_desc, ctx.engine, DNNL_MEMORY_NONE),
+                    dnnl::memory(b_desc, ctx.engine, DNNL_MEMORY_NONE),
+                    dnnl::memory(c_desc, ctx.engine, DNNL_MEMORY_NONE)};
+    found = ctx.primitives.emplace(key, std::move(product)).first;
   }
-  dnnl::memory a_mem(a_desc, ctx.engine, ctx.a.data());
-  dnnl::memory b_mem(b_desc, ctx.engine, ctx.b.data());
-  dnnl::memory c_mem(c_desc, ctx.engine, c);
-  found->second.execute(ctx.stream,
-                        {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  Product& product = found->second;
+  product.a.set_data_handle(ctx.a.data());
+  product.b.set_data_handle(ctx.b.data());
+  product.c.set_data_handle(c);
+  product.matmul.execute(
+      ctx.stream,
+      {{DNNL_ARG_SRC, product.a}, {DNNL_ARG_WEIGHTS, product.b}, {DNNL_ARG_DST, product.c}});
   ctx.stream.wait();
 }
 
