@@ -230,8 +230,10 @@ void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length
     arena_.begin(counting);
     carve_stack(enc_, S, false);
     carve_stack(dec_, T_, true);
+    // One (B*T, N) buffer, the largest of a small-vocabulary step's: logits, overwritten by
+    // their log-probabilities (what the loss backward needs), overwritten by their gradient.
     logits_ = arena_.take({B * T_, N});
-    log_probs_ = arena_.take({B * T_, N});
+    log_probs_ = logits_;
     d_enc_stream_ = arena_.take({B, S, D});
     d_dec_stream_ = arena_.take({B, T_, D});
     d_enc_output_ = arena_.take({B, S, D});

@@ -193,7 +193,7 @@ void Transformer<T>::backward(T dloss) {
   const int64_t D = config_.d_model;
   const int64_t B = batch_, T_ = tgt_length_;
   auto grad = [&](int index) { return table_.view(grads_.data(), index); };
-  // The logits are not needed any more: their buffer takes their gradient.
+  // The log-probabilities' (and logits') buffer takes their gradient, row by row.
   TensorView<T> dlogits = logits_;
   ops::cross_entropy_backward<T>(dlogits, dloss, in(log_probs_), tgt_out_.data(), label_smoothing_,
                                  config_.pad_id);

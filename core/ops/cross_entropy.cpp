@@ -128,12 +128,14 @@ LossSums cross_entropy_forward(TensorView<T> log_probs, TensorView<const T> logi
     const RowSums sums = row_sums(x, vocab, max_logit);
     // log sum_j exp(x_j) = max + log sum_j exp(x_j - max)
     const double log_sum = std::log(sums.sum_exp) + static_cast<double>(max_logit);
-    row_log_probs(log_probs.data() + m * vocab, x, vocab, static_cast<T>(log_sum));
     const int32_t target = targets[m];
+    // Read before the row is overwritten: log_probs may be the logits' own buffer.
+    const double target_log_prob =
+        target == pad_id ? 0.0 : static_cast<double>(x[target]) - log_sum;
+    row_log_probs(log_probs.data() + m * vocab, x, vocab, static_cast<T>(log_sum));
     if (target == pad_id) continue;
     // sum_j log p_j = sum_j x_j - N log_sum
     const double sum_log_probs = sums.sum_x - static_cast<double>(vocab) * log_sum;
-    const double target_log_prob = static_cast<double>(x[target]) - log_sum;
     nll += -target_log_prob;
     loss += -(on_target * target_log_prob + off_target * (sum_log_probs - target_log_prob));
     tokens += 1;
@@ -158,9 +160,11 @@ void cross_entropy_backward(TensorView<T> dlogits, T dloss, TensorView<const T> 
       continue;
     }
     const T* lp = log_probs.data() + m * vocab;
-    row_gradient(g, lp, vocab, dloss, off_target);
+    // Read before the row is overwritten: dlogits may be the log-probabilities' own buffer.
     // q_target = on_target, not off_target (the same exponential as the rest of the row).
-    g[target] = dloss * (exp_of(lp[target]) - on_target);
+    const T target_gradient = dloss * (exp_of(lp[target]) - on_target);
+    row_gradient(g, lp, vocab, dloss, off_target);
+    g[target] = target_gradient;
   }
 }
 

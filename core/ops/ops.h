@@ -174,6 +174,8 @@ struct LossSums {
   double nll = 0.0;    // summed negative log-likelihood of the targets
   int64_t tokens = 0;  // non-pad targets
 };
+// log_probs may be the logits' own buffer (computed in place), and dlogits the log-probabilities'
+// buffer: one (M,N) buffer then serves logits, log-probabilities and their gradient.
 template <typename T>
 LossSums cross_entropy_forward(TensorView<T> log_probs,     // (M,N), saved
                                TensorView<const T> logits,  // (M,N)

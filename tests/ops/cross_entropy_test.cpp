@@ -1,5 +1,6 @@
 // Label-smoothed cross entropy: a hand-computed loss with eps, eps = 0 as plain cross entropy
-// (loss = nll), pad rows ignored with zero gradient, errors, and the central-difference check.
+// (loss = nll), pad rows ignored with zero gradient, errors, the central-difference check, and
+// one buffer used in place for logits, log-probabilities and gradient.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -145,6 +146,33 @@ TEST_P(CrossEntropyTest, FloatMatchesDouble) {
   EXPECT_NEAR(sums_f.loss, sums.loss, 1e-5 * std::max(1.0, sums.loss));
   EXPECT_NEAR(sums_f.nll, sums.nll, 1e-5 * std::max(1.0, sums.nll));
   EXPECT_LT(max_scaled_difference(log_probs_f, log_probs), 1e-5);
+}
+
+TEST_P(CrossEntropyTest, OneBufferInPlaceGivesTheSeparateBuffersResults) {
+  // The model keeps one (M,N) buffer: logits, then log-probabilities written over them, then
+  // the gradient written over those. Bit for bit what three buffers give, in float (the SIMD
+  // rows) and with pad rows.
+  const auto [m, n, eps] = GetParam();
+  const int32_t pad_id = n > 2 ? 1 : -1;
+  std::vector<int32_t> targets(static_cast<size_t>(m));
+  for (int64_t r = 0; r < m; ++r) {
+    targets[static_cast<size_t>(r)] = r % 3 == 2 ? pad_id : static_cast<int32_t>((r * 5 + 1) % n);
+  }
+  const std::vector<float> logits = convert<float>(random_uniform(m * n, 123, -3, 3));
+  std::vector<float> log_probs(m * n), dlogits(m * n), shared = logits;
+  const LossSums apart = cross_entropy_forward<float>(
+      view(log_probs, {m, n}), const_view(logits, {m, n}), targets.data(), eps, pad_id);
+  cross_entropy_backward<float>(view(dlogits, {m, n}), 0.7f, const_view(log_probs, {m, n}),
+                                targets.data(), eps, pad_id);
+  const LossSums together = cross_entropy_forward<float>(
+      view(shared, {m, n}), const_view(shared, {m, n}), targets.data(), eps, pad_id);
+  EXPECT_EQ(shared, log_probs);
+  cross_entropy_backward<float>(view(shared, {m, n}), 0.7f, const_view(shared, {m, n}),
+                                targets.data(), eps, pad_id);
+  EXPECT_EQ(shared, dlogits);
+  EXPECT_EQ(together.loss, apart.loss);
+  EXPECT_EQ(together.nll, apart.nll);
+  EXPECT_EQ(together.tokens, apart.tokens);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CrossEntropyTest,
