@@ -2,6 +2,9 @@
 // the model's GEMMs through blas::gemm, attention forward/backward (and its growth with sequence
 // length, the O(n^2) of the paper's Table 1), layer norm, softmax, dropout, label-smoothed cross
 // entropy and Adam. `--threads=N` (default 1) sets the OpenBLAS and OpenMP thread counts.
+// Where the CPU has native bf16 products, the same GEMMs also run through blas::gemm_bf16 (bf16
+// operands, fp32 accumulation): bf16_peak is the denominator of bf16 MFU, as sgemm_peak is of
+// fp32's; elsewhere they are left out and the context's "bf16" says why.
 //
 // Legend: B sentences, L tokens per sentence, M = B*L rows, D d_model, H heads, K d_k, F d_ff,
 // N vocabulary.
@@ -43,16 +46,22 @@ std::vector<int32_t> random_tokens(int64_t count, int64_t vocab, uint64_t seed) 
   return tokens;
 }
 
-// C(M,N) = op(A) op(B): 2*M*N*K FLOPs per call, reported as FLOP/s.
+// C(M,N) = op(A) op(B): 2*M*N*K FLOPs per call, reported as FLOP/s. With `bf16`, through
+// blas::gemm_bf16 (its operand rounding included, as the model pays it).
 void register_gemm(const std::string& name, bool trans_a, bool trans_b, int64_t m, int64_t n,
-                   int64_t k) {
+                   int64_t k, bool bf16 = false) {
   benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
     const std::vector<float> a = random_values(m * k, 1), b = random_values(k * n, 2);
     std::vector<float> c(static_cast<size_t>(m * n));
     const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
     for (auto _ : state) {
-      blas::gemm<float>(trans_a, trans_b, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
+      if (bf16) {
+        blas::gemm_bf16(trans_a, trans_b, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
                         c.data(), n);
+      } else {
+        blas::gemm<float>(trans_a, trans_b, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
+                          c.data(), n);
+      }
       benchmark::DoNotOptimize(c.data());
     }
     state.counters["FLOPS"] = benchmark::Counter(2.0 * static_cast<double>(m * n * k),
@@ -211,19 +220,24 @@ void register_adam(const std::string& name, int64_t size) {
   });
 }
 
-void register_all() {
+void register_all(bool bf16) {
   register_gemm("sgemm_peak/1024x1024x1024", false, true, 1024, 1024, 1024);
+  if (bf16) register_gemm("bf16_peak/1024x1024x1024", false, true, 1024, 1024, 1024, true);
   for (const BenchConfig& c : kBenchConfigs) {
     const std::string p = std::string(c.name) + "/";
     const int64_t rows = c.sentences * c.length, width = c.d_model / c.heads;
     // Forward: out (M,O) = inp (M,I) W^T; backward: dinp = dout W, dW += dout^T inp.
-    register_gemm(p + "gemm/projection_fwd", false, true, rows, c.d_model, c.d_model);
-    register_gemm(p + "gemm/fc1_fwd", false, true, rows, c.d_ff, c.d_model);
-    register_gemm(p + "gemm/fc2_fwd", false, true, rows, c.d_model, c.d_ff);
-    register_gemm(p + "gemm/fc1_dweight", true, false, c.d_ff, c.d_model, rows);
-    register_gemm(p + "gemm/logits_fwd", false, true, rows, c.vocab_size, c.d_model);
-    register_gemm(p + "gemm/logits_dinp", false, false, rows, c.d_model, c.vocab_size);
-    register_gemm(p + "gemm/logits_dweight", true, false, c.vocab_size, c.d_model, rows);
+    for (const bool low : {false, true}) {
+      if (low && !bf16) continue;
+      const std::string g = p + (low ? "gemm_bf16/" : "gemm/");
+      register_gemm(g + "projection_fwd", false, true, rows, c.d_model, c.d_model, low);
+      register_gemm(g + "fc1_fwd", false, true, rows, c.d_ff, c.d_model, low);
+      register_gemm(g + "fc2_fwd", false, true, rows, c.d_model, c.d_ff, low);
+      register_gemm(g + "fc1_dweight", true, false, c.d_ff, c.d_model, rows, low);
+      register_gemm(g + "logits_fwd", false, true, rows, c.vocab_size, c.d_model, low);
+      register_gemm(g + "logits_dinp", false, false, rows, c.d_model, c.vocab_size, low);
+      register_gemm(g + "logits_dweight", true, false, c.vocab_size, c.d_model, rows, low);
+    }
     register_attention(p + "attention_fwd/causal", c.sentences, c.heads, c.length, width, true,
                        false);
     register_attention(p + "attention_bwd/causal", c.sentences, c.heads, c.length, width, true,
@@ -256,7 +270,10 @@ int main(int argc, char** argv) {
   omp_set_num_threads(threads);
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("openblas_core", attnlab::blas::core_name());
-  attnlab::bench::register_all();
+  const std::string bf16_reason = attnlab::blas::bf16_unsupported_reason();
+  benchmark::AddCustomContext(
+      "bf16", bf16_reason.empty() ? "oneDNN " + attnlab::blas::onednn_isa() : bf16_reason);
+  attnlab::bench::register_all(bf16_reason.empty());
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   benchmark::RunSpecifiedBenchmarks();

@@ -7,7 +7,12 @@ processes and the ratio attnlab/PyTorch, checks the targets of issue 10, and rec
 the OpenBLAS kernel each side loaded, the thread settings and the load average (the machine may be
 shared). The kernel microbenchmarks (attnlab_kernels) run once per thread count.
 
-    /usr/bin/python3 bench/run_bench.py [--build-dir build] [--quick] [--output FILE.md]
+Where the CPU has native bf16 products (avx512_bf16 or amx_bf16 in /proc/cpuinfo), every row also
+runs attnlab_train_bench --precision bf16 and the PyTorch reference under bf16 autocast, in the
+same alternation, training only; the page compares them with the fp32 rows of the same run.
+Elsewhere (or with --no-bf16) the page says why they were skipped.
+
+    /usr/bin/python3 bench/run_bench.py [--build-dir build] [--quick] [--no-bf16] [--output FILE.md]
 
 `make bench` builds the binaries and runs this script.
 """
@@ -35,6 +40,15 @@ GREEDY_TARGET = 10.0
 RSS_TARGET = 0.5
 # Decoding: source tokens and new tokens per sentence (the benches' defaults).
 DECODE_SOURCE, NEW_TOKENS = 32, 32
+# Targets of bf16 products: attnlab bf16 / attnlab fp32 throughput per configuration (none on
+# tiny), attnlab bf16 / PyTorch autocast-bf16 on every configuration, and bf16 MFU on base at one
+# thread over the measured bf16 peak.
+BF16_SPEEDUP_TARGETS = {"small": 1.5, "base": 1.8}
+BF16_TORCH_TARGET = 1.5
+BF16_MFU_TARGET = 0.70
+# The implementations of a run: fp32 always, the bf16 pair where the CPU runs bf16 natively.
+FP32_IMPLS = ("attnlab", "torch")
+BF16_IMPLS = ("attnlab_bf16", "torch_bf16")
 
 
 class Row:
@@ -76,6 +90,30 @@ def openblas_coretype():
     return picked, "from cluster/env.sh" if picked else "chosen by OpenBLAS"
 
 
+def bf16_unsupported_reason(cpuinfo_text):
+    """Why bf16 rows cannot run on a CPU with this /proc/cpuinfo ("" when they can): attnlab's
+    bf16 products need avx512_bf16 or amx_bf16, as blas::bf16_unsupported_reason says."""
+    flags = set()
+    for line in cpuinfo_text.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    if flags & {"avx512_bf16", "amx_bf16"}:
+        return ""
+    return "this CPU has neither avx512_bf16 nor amx_bf16 (/proc/cpuinfo)"
+
+
+def bf16_plan(args, cpuinfo=Path("/proc/cpuinfo")):
+    """(implementations to run, why bf16 is skipped or "")."""
+    if args.no_bf16:
+        return FP32_IMPLS, "skipped with --no-bf16"
+    try:
+        reason = bf16_unsupported_reason(cpuinfo.read_text(encoding="utf-8", errors="replace"))
+    except OSError as error:
+        reason = f"{cpuinfo} is unreadable ({error.strerror})"
+    return (FP32_IMPLS, reason) if reason else (FP32_IMPLS + BF16_IMPLS, "")
+
+
 def child_env(threads, coretype):
     env = dict(os.environ)
     env["OMP_NUM_THREADS"] = str(threads)
@@ -93,7 +131,8 @@ def run_json(command, env, log):
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} exited with {done.returncode}:\n{done.stderr}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    log(f"    {result['impl']:8s} {result['config']:5s} t{result['threads']}: "
+    log(f"    {result['impl']:8s} {result.get('precision', 'fp32')} {result['config']:5s} "
+        f"t{result['threads']}: "
         f"{result['tokens_per_s']:8.1f} tok/s, step {result['step_s']:.3f} s, "
         f"RSS {result['peak_rss_mib']:.0f} MiB  ({seconds:.0f} s)")
     return result
@@ -101,26 +140,35 @@ def run_json(command, env, log):
 
 def bench_commands(row, build_dir):
     common = ["--config", row.config, "--threads", str(row.threads), "--steps", str(row.steps),
-              "--warmup", str(row.warmup), "--decode-repeats", "1" if row.decode else "0",
-              "--beam", str(row.beam)]
-    return {
-        "attnlab": [str(build_dir / "bench" / "attnlab_train_bench")] + common,
-        "torch": [sys.executable, str(ROOT / "bench" / "torch_reference.py")] + common,
-    }
+              "--warmup", str(row.warmup)]
+    decode = ["--decode-repeats", "1" if row.decode else "0", "--beam", str(row.beam)]
+    # bf16 rows time training only: the targets are about training, and PyTorch 1.13's eval
+    # fast path cannot decode under autocast.
+    bf16 = ["--decode-repeats", "0", "--beam", "0", "--precision", "bf16"]
+    attnlab = [str(build_dir / "bench" / "attnlab_train_bench")] + common
+    torch = [sys.executable, str(ROOT / "bench" / "torch_reference.py")] + common
+    return {"attnlab": attnlab + decode, "torch": torch + decode,
+            "attnlab_bf16": attnlab + bf16, "torch_bf16": torch + bf16}
 
 
-def measure(rows, args, coretype, log):
-    """{row key: {"attnlab": [results], "torch": [results]}}, implementations alternated."""
-    results = {row.key: {"attnlab": [], "torch": []} for row in rows}
+def run_order(impls, repeat, index):
+    """The implementations in the order row `index` runs them in round `repeat`: rotated, so each
+    goes first as often as the others (with fp32 only: attnlab, torch / torch, attnlab)."""
+    shift = (repeat + index) % len(impls)
+    return list(impls[shift:]) + list(impls[:shift])
+
+
+def measure(rows, args, coretype, log, impls=FP32_IMPLS):
+    """{row key: {impl: [results]}} for the implementations `impls`, alternated."""
+    results = {row.key: {impl: [] for impl in impls} for row in rows}
     for repeat in range(max(row.repeats for row in rows)):
         for index, row in enumerate(rows):
             if repeat >= row.repeats:
                 continue
             log(f"  round {repeat + 1}, {row.key}")
             commands = bench_commands(row, args.build_dir)
-            order = ["attnlab", "torch"] if (repeat + index) % 2 == 0 else ["torch", "attnlab"]
-            for impl in order:
-                if impl == "torch" and args.no_torch:
+            for impl in run_order(impls, repeat, index):
+                if impl.startswith("torch") and args.no_torch:
                     continue
                 env = child_env(row.threads, coretype)
                 results[row.key][impl].append(run_json(commands[impl], env, log))
@@ -200,13 +248,13 @@ def training_table(rows, results):
     return lines
 
 
-def split_table(rows, results):
+def split_table(rows, results, impls=FP32_IMPLS):
     lines = ["| config | threads | impl | forward ms | backward ms | optimizer ms | step ms | "
              "step CPU ms | communication |",
              "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        for impl in ("attnlab", "torch"):
-            runs = results[row.key][impl]
+        for impl in impls:
+            runs = results[row.key].get(impl, [])
             if not runs:
                 continue
             ms = {f: 1000 * med(runs, f) for f in
@@ -280,6 +328,141 @@ def decode_table(rows, results):
                          f"{fmt(med(a, field + '_tokens'), '.0f')} / "
                          f"{fmt(med(t, field + '_tokens'), '.0f')} |")
     return lines
+
+
+def ratio_of(numerator, denominator):
+    """numerator/denominator, NaN when either is missing or the denominator is 0."""
+    if denominator != denominator or numerator != numerator or denominator == 0:
+        return float("nan")
+    return numerator / denominator
+
+
+def bf16_speedup_table(rows, results):
+    lines = ["| config | threads | attnlab bf16 tok/s | attnlab fp32 tok/s | ratio | target | "
+             "verdict | tok/CPU-s ratio | ceiling | loss bf16 / fp32 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        b, a = results[row.key].get("attnlab_bf16", []), results[row.key]["attnlab"]
+        ratio = ratio_of(med(b, "tokens_per_s"), med(a, "tokens_per_s"))
+        cpu_ratio = ratio_of(med(b, "tokens_per_cpu_s"), med(a, "tokens_per_cpu_s"))
+        # The ratio bf16 would reach running every counted FLOP at the bf16 peak (CPU time).
+        ceiling = ratio_of(med(b, "bf16_peak_cpu_gflops") * 1e9,
+                           med(a, "tokens_per_cpu_s") * med(b, "flops_per_token"))
+        target = BF16_SPEEDUP_TARGETS.get(row.config)
+        goal = f">= {target}x" if target else "-"
+        lines.append(f"| {row.config} | {row.threads} | {fmt(med(b, 'tokens_per_s'))} | "
+                     f"{fmt(med(a, 'tokens_per_s'))} | {fmt(ratio, '.2f')}x | {goal} | "
+                     f"{verdict(ratio, target) if target else '-'} | {fmt(cpu_ratio, '.2f')}x | "
+                     f"{fmt(ceiling, '.2f')}x | {fmt(med(b, 'loss'), '.5f')} / "
+                     f"{fmt(med(a, 'loss'), '.5f')} |")
+    return lines
+
+
+def bf16_torch_table(rows, results):
+    lines = ["| config | threads | attnlab bf16 tok/s | PyTorch autocast-bf16 tok/s | ratio | "
+             "target | verdict | tok/CPU-s ratio | ceiling | PyTorch autocast-bf16 / fp32 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        b = results[row.key].get("attnlab_bf16", [])
+        tb, t = results[row.key].get("torch_bf16", []), results[row.key]["torch"]
+        ratio = ratio_of(med(b, "tokens_per_s"), med(tb, "tokens_per_s"))
+        cpu_ratio = ratio_of(med(b, "tokens_per_cpu_s"), med(tb, "tokens_per_cpu_s"))
+        ceiling = ratio_of(med(b, "bf16_peak_cpu_gflops") * 1e9,
+                           med(tb, "tokens_per_cpu_s") * med(b, "flops_per_token"))
+        torch_gain = ratio_of(med(tb, "tokens_per_s"), med(t, "tokens_per_s"))
+        lines.append(f"| {row.config} | {row.threads} | {fmt(med(b, 'tokens_per_s'))} | "
+                     f"{fmt(med(tb, 'tokens_per_s'))} | {fmt(ratio, '.2f')}x | "
+                     f">= {BF16_TORCH_TARGET}x | {verdict(ratio, BF16_TORCH_TARGET)} | "
+                     f"{fmt(cpu_ratio, '.2f')}x | {fmt(ceiling, '.2f')}x | "
+                     f"{fmt(torch_gain, '.2f')}x |")
+    return lines
+
+
+def bf16_mfu_table(rows, results):
+    lines = ["| config | threads | bf16 peak GFLOP/s (wall / CPU) | bf16 / sgemm peak (CPU) | "
+             "attnlab bf16 MFU (wall / CPU) | PyTorch autocast-bf16 MFU (wall / CPU) | target |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        b, tb = results[row.key].get("attnlab_bf16", []), results[row.key].get("torch_bf16", [])
+        flops = med(b, "flops_per_token")
+        peak, peak_cpu = med(b, "bf16_peak_gflops"), med(b, "bf16_peak_cpu_gflops")
+        peak_gain = ratio_of(peak_cpu, med(b, "sgemm_peak_cpu_gflops"))
+        torch_mfu = ratio_of(med(tb, "tokens_per_s") * flops, peak * 1e9)
+        torch_mfu_cpu = ratio_of(med(tb, "tokens_per_cpu_s") * flops, peak_cpu * 1e9)
+        target = ""
+        if row.config == "base" and row.threads == 1:
+            target = (f">= {BF16_MFU_TARGET:.0%} (CPU): "
+                      f"{verdict(med(b, 'mfu_cpu'), BF16_MFU_TARGET)}")
+        lines.append(f"| {row.config} | {row.threads} | {fmt(peak)} / {fmt(peak_cpu)} | "
+                     f"{fmt(peak_gain, '.2f')}x | {fmt(100 * med(b, 'mfu'))}% / "
+                     f"{fmt(100 * med(b, 'mfu_cpu'))}% | {fmt(100 * torch_mfu)}% / "
+                     f"{fmt(100 * torch_mfu_cpu)}% | {target} |")
+    return lines
+
+
+def kernel_peaks(kernels):
+    """'1 thread: bf16 201.9, sgemm 95.7 GFLOP/s' per thread count of attnlab_kernels' peaks."""
+    parts = []
+    for threads, entries in kernels.items():
+        rates = {e["name"].split("/")[0]: e["FLOPS"] / 1e9 for e in entries
+                 if e["name"] in ("bf16_peak/1024x1024x1024", "sgemm_peak/1024x1024x1024")
+                 and "FLOPS" in e}
+        if "bf16_peak" in rates:
+            sgemm = fmt(rates.get("sgemm_peak", float("nan")))
+            parts.append(f"{threads} thread{'s' if str(threads) != '1' else ''}: bf16 "
+                         f"{rates['bf16_peak']:.1f}, sgemm {sgemm} GFLOP/s")
+    return "; ".join(parts)
+
+
+def bf16_section(rows, results, kernels, context):
+    """The bf16 comparison; nothing for pages written before bf16 rows existed."""
+    if "bf16" not in context:
+        return []
+    title = "## bf16 matrix products (attnlab --precision bf16, PyTorch autocast-bf16)"
+    reason = context["bf16"].get("reason", "")
+    if reason:
+        return [title, f"Not measured: {reason}; the bf16 rows were skipped.", ""]
+    isa = next((r.get("onednn_isa", "") for key in results
+                for r in results[key].get("attnlab_bf16", [])), "") or "n/a"
+    torch_any = next((r for key in results for r in results[key].get("torch_bf16", [])), {})
+    peaks = kernel_peaks(kernels)
+    return [
+        title,
+        "attnlab runs every float product with bf16 operands (rounded to nearest even) and fp32 "
+        f"accumulation through oneDNN ({isa}); weights, gradients, Adam, LayerNorm, softmax and "
+        "the loss stay fp32. PyTorch "
+        f"{torch_any.get('torch_version', 'n/a')} trains under "
+        "`torch.autocast(\"cpu\", dtype=torch.bfloat16)` (forward and loss; its matmuls run in "
+        "bf16 through its own oneDNN). Same rows, steps and fresh processes as the fp32 rows "
+        "above, in the same run, all four implementations rotated; training only (no decoding).",
+        "",
+        "### attnlab bf16 / attnlab fp32 (target tokens/s)",
+        "'ceiling': the ratio bf16 would reach if every counted FLOP ran at the measured bf16 "
+        "peak (100% MFU, CPU time) against the fp32 row; 'loss': the last training step's, as a "
+        "check that both compute the same model.",
+        "",
+        *bf16_speedup_table(rows, results),
+        "",
+        "### attnlab bf16 / PyTorch autocast-bf16 (target tokens/s)",
+        "'ceiling' as above, against PyTorch autocast-bf16; the last column is what autocast "
+        "gains PyTorch over its fp32 row.",
+        "",
+        *bf16_torch_table(rows, results),
+        "",
+        "### bf16 model FLOPs utilisation",
+        "Same FLOPs per token as the fp32 table; peak = best 1024^3 product through "
+        "blas::gemm_bf16 (operand rounding included) in the same process and thread count. The "
+        "verdict reads the CPU-time MFU: the peak is the best of a few 10 ms products, and on a "
+        "shared machine a peak whose wall time was stretched by other processes inflates wall "
+        "MFU (even past 100%), while CPU time counts only this process's cycles."
+        + (f" attnlab_kernels' peaks in this run: {peaks}." if peaks else ""),
+        "",
+        *bf16_mfu_table(rows, results),
+        "",
+        "### bf16 step time split",
+        *split_table(rows, results, BF16_IMPLS),
+        "",
+    ]
 
 
 def kernel_table(kernels):
@@ -365,6 +548,7 @@ def report(rows, results, kernels, context):
         "",
         *decode_table(rows, results),
         "",
+        *bf16_section(rows, results, kernels, context),
         "## Kernel microbenchmarks (attnlab_kernels)",
         *kernel_table(kernels),
         "",
@@ -407,6 +591,8 @@ def main():
     parser.add_argument("--beam", type=int, default=4, help="beam size; 0 skips beam search")
     parser.add_argument("--no-torch", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-kernels", action="store_true")
+    parser.add_argument("--no-bf16", action="store_true",
+                        help="skip the bf16 rows even where the CPU has native bf16 products")
     parser.add_argument("--render-from", type=Path,
                         help="rewrite --output from the raw results of an earlier page, no runs")
     args = parser.parse_args()
@@ -434,11 +620,14 @@ def main():
 
     started = time.monotonic()
     load_start = "%.2f %.2f %.2f" % os.getloadavg()
+    # The commit the binaries were just built from: others may commit while the bench runs.
+    commit = git_commit()
     coretype, coretype_source = openblas_coretype()
     rows = plan(args)
+    impls, bf16_reason = bf16_plan(args)
     log(f"run_bench: {len(rows)} rows, OPENBLAS_CORETYPE={coretype or '(unset)'} "
-        f"({coretype_source}), load {load_start}")
-    results = measure(rows, args, coretype, log)
+        f"({coretype_source}), load {load_start}, bf16 rows: {bf16_reason or 'yes'}")
+    results = measure(rows, args, coretype, log, impls)
     kernels = {}
     if not args.no_kernels:
         for threads in sorted({row.threads for row in rows}):
@@ -447,10 +636,11 @@ def main():
     context = {
         "mode": "--quick" if args.quick else "full run",
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        "commit": git_commit(), "minutes": (time.monotonic() - started) / 60,
+        "commit": commit, "minutes": (time.monotonic() - started) / 60,
         "cpu": cpu, "cores": cores, "load_start": load_start,
         "load_end": "%.2f %.2f %.2f" % os.getloadavg(),
         "coretype": coretype, "coretype_source": coretype_source,
+        "bf16": {"reason": bf16_reason},
     }
     text = report(rows, results, kernels, context)
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -12,10 +12,17 @@ same keys as attnlab_train_bench.
 To match attnlab's model exactly, two dropouts nn.Transformer adds beyond the paper are switched
 off: the one on attention probabilities and the one inside the feed-forward block.
 
+--precision bf16 runs the training forward and loss under torch.autocast("cpu",
+dtype=torch.bfloat16): PyTorch's own mixed-precision recipe (matmuls in bfloat16 through oneDNN,
+weights, gradients and Adam in fp32), the reference for attnlab's --precision bf16. Decoding stays
+fp32: in eval mode nn.TransformerEncoderLayer takes its fused fast path, which rejects autocast's
+bfloat16 activations in PyTorch 1.13 ("expected scalar type BFloat16 but found Float").
+
 Run with Debian's interpreter: /usr/bin/python3 bench/torch_reference.py --config tiny --threads 1
 """
 
 import argparse
+import contextlib
 import ctypes
 import json
 import math
@@ -149,6 +156,13 @@ def beam_search(model, src, new_tokens, beam):
     return best
 
 
+def autocast(precision):
+    """The context the model's forward runs in: bf16 autocast, or nothing for fp32."""
+    if precision == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def timed(function):
     """(wall seconds, process CPU seconds, result) of one call."""
     cpu_start, start = time.process_time(), time.perf_counter()
@@ -167,6 +181,8 @@ def main():
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--decode-batch", type=int, default=32)
     parser.add_argument("--decode-source", type=int, default=32)
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                        help="bf16: training forward and loss under CPU autocast to bfloat16")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -184,9 +200,10 @@ def main():
         src, tgt_in, tgt_out = random_batch(vocab, sentences, length, generator)
         cpu0 = time.process_time()
         t0 = time.perf_counter()
-        logits = model(src, tgt_in)
-        loss = F.cross_entropy(logits.reshape(-1, vocab), tgt_out.reshape(-1),
-                               label_smoothing=0.1)
+        with autocast(args.precision):
+            logits = model(src, tgt_in)
+            loss = F.cross_entropy(logits.reshape(-1, vocab), tgt_out.reshape(-1),
+                                   label_smoothing=0.1)
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
@@ -228,7 +245,10 @@ def main():
             decoded[f"{name}_tokens"] = runs[-1][2].numel()
 
     print(json.dumps({
-        "impl": "torch", "config": args.config, "threads": args.threads, "steps": args.steps,
+        "impl": "torch", "config": args.config, "threads": args.threads,
+        "precision": args.precision,
+        "autocast": "cpu bfloat16, training" if args.precision == "bf16" else "off",
+        "steps": args.steps,
         "warmup": args.warmup, "params": sum(p.numel() for p in model.parameters()),
         "tokens_per_step": tokens_per_step, "loss": round(loss_value, 4),
         "forward_s": statistics.median(forward), "backward_s": statistics.median(backward),

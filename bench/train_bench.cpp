@@ -4,7 +4,11 @@
 // Prints one JSON object on stdout; bench/run_bench.py runs it in a fresh process per row.
 //
 //   attnlab_train_bench --config tiny|small|base [--threads 1] [--steps 5] [--warmup 1]
-//                       [--decode-repeats 3] [--beam 4]
+//                       [--decode-repeats 3] [--beam 4] [--precision fp32|bf16]
+//
+// --precision bf16 runs every float product with bf16 operands and fp32 accumulation (as
+// train.precision: bf16 does) and measures MFU over the bf16 peak of blas::gemm_bf16; on a CPU
+// without native bf16 products it exits 2 with the reason, as attnlab train does.
 #include <omp.h>
 #include <time.h>
 
@@ -85,8 +89,13 @@ struct Options {
   int new_tokens = 32;  // decoding: tokens produced per sentence
   int decode_batch = 32;
   int decode_source = 32;
-  int peak_repeats = 8;  // sgemm calls for the MFU peak; 0 skips it (profiling runs)
+  int peak_repeats = 8;  // products per MFU peak (sgemm; bf16 too at bf16); 0 skips them
+  blas::Precision precision = blas::Precision::kFp32;
 };
+
+// Exit code of a run refused because the CPU cannot run the asked precision (attnlab train's
+// code for a configuration error), distinct from 1 for a failed run.
+constexpr int kUnsupportedExit = 2;
 
 int parse_int(const std::string& flag, const char* value) {
   char* end = nullptr;
@@ -115,10 +124,12 @@ Options parse_options(int argc, char** argv) {
       o.beam = parse_int(flag, value);
     } else if (flag == "--peak-repeats") {
       o.peak_repeats = parse_int(flag, value);
+    } else if (flag == "--precision") {
+      o.precision = blas::parse_precision(value);
     } else {
       CHECK(false) << "unknown flag " << flag
                    << " (known: --config --threads --steps --warmup --decode-repeats --beam "
-                      "--peak-repeats)";
+                      "--peak-repeats --precision)";
     }
   }
   CHECK(!o.config.empty()) << "--config tiny|small|base is required";
@@ -171,12 +182,13 @@ double peak_rss_mib() {
   return -1.0;
 }
 
-// Best of several 1024^3 sgemm calls through blas::gemm, in GFLOP/s: the MFU denominator, per
-// wall second and per CPU second (all threads).
+// Best of several 1024^3 products, in GFLOP/s: the MFU denominator, per wall second and per CPU
+// second (all threads). sgemm through blas::gemm at the precision set when it runs (fp32 here),
+// bf16 through blas::gemm_bf16 (operand rounding included: the model's products pay it too).
 struct Peak {
   double wall_gflops = 0.0, cpu_gflops = 0.0;
 };
-Peak sgemm_peak_gflops(int repeats) {
+Peak gemm_peak_gflops(int repeats, bool bf16) {
   if (repeats == 0) return Peak{};
   constexpr int64_t n = 1024;
   std::vector<float> a(n * n), b(n * n), c(n * n);
@@ -188,7 +200,11 @@ Peak sgemm_peak_gflops(int repeats) {
   for (int rep = 0; rep < repeats; ++rep) {
     const auto start = Clock::now();
     const double cpu_start = process_cpu_seconds();
-    blas::gemm<float>(false, true, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    if (bf16) {
+      blas::gemm_bf16(false, true, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    } else {
+      blas::gemm<float>(false, true, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    }
     best_cpu = std::min(best_cpu, process_cpu_seconds() - cpu_start);
     best_wall = std::min(best_wall, seconds_since(start));
   }
@@ -227,7 +243,21 @@ int run(const Options& o) {
   const BenchConfig& bc = find_bench_config(o.config);
   const ModelConfig config = model_config(bc);
 
-  const Peak peak = sgemm_peak_gflops(o.peak_repeats);
+  const bool bf16 = o.precision == blas::Precision::kBf16;
+  if (bf16) {
+    const std::string reason = blas::bf16_unsupported_reason();
+    if (!reason.empty()) {
+      std::fprintf(stderr, "attnlab_train_bench: --precision bf16 but %s; use --precision fp32\n",
+                   reason.c_str());
+      return kUnsupportedExit;
+    }
+  }
+  // Both peaks before the precision is set, so that the sgemm one stays an fp32 product; an fp32
+  // run never touches oneDNN (its RSS and timings stay those of the fp32 code path).
+  const Peak sgemm_peak = gemm_peak_gflops(o.peak_repeats, false);
+  const Peak bf16_peak = bf16 ? gemm_peak_gflops(o.peak_repeats, true) : Peak{};
+  const Peak& peak = bf16 ? bf16_peak : sgemm_peak;
+  blas::set_precision(o.precision);
   Transformer<float> model(config, 1);
   Adam adam(model.table().size(), AdamOptions{0.9, 0.98, 1e-9});
 
@@ -299,18 +329,24 @@ int run(const Options& o) {
 
   JsonLine out;
   out.add("impl", "attnlab").add("config", o.config).add("threads", o.threads);
+  out.add("precision", blas::precision_name(o.precision));
   out.add("steps", o.steps).add("warmup", o.warmup).add("params", model.table().size());
   out.add("tokens_per_step", tokens_per_step).add("loss", loss);
   out.add("forward_s", median(forward)).add("backward_s", median(backward));
   out.add("optimizer_s", median(optimizer)).add("step_s", step_seconds);
   out.add("step_cpu_s", step_cpu_seconds).add("tokens_per_s", tokens_per_second);
   out.add("tokens_per_cpu_s", tokens_per_step / step_cpu_seconds).add("peak_rss_mib", rss);
-  out.add("sgemm_peak_gflops", peak.wall_gflops).add("sgemm_peak_cpu_gflops", peak.cpu_gflops);
+  out.add("sgemm_peak_gflops", sgemm_peak.wall_gflops);
+  out.add("sgemm_peak_cpu_gflops", sgemm_peak.cpu_gflops);
+  // mfu and mfu_cpu are over the peak of the run's precision: bf16_peak_* in a bf16 run.
+  out.add("bf16_peak_gflops", bf16_peak.wall_gflops);
+  out.add("bf16_peak_cpu_gflops", bf16_peak.cpu_gflops);
   out.add("flops_per_token", flops_per_token).add("mfu", mfu).add("mfu_cpu", mfu_cpu);
   out.add("greedy_s", greedy.seconds).add("greedy_cpu_s", greedy.cpu_seconds);
   out.add("greedy_tokens", greedy.tokens).add("beam", o.beam).add("beam_s", beam.seconds);
   out.add("beam_cpu_s", beam.cpu_seconds).add("beam_tokens", beam.tokens);
   out.add("decode_batch", o.decode_batch).add("openblas_core", blas::core_name());
+  out.add("onednn_isa", bf16 ? blas::onednn_isa() : std::string());
   std::printf("%s\n", out.str().c_str());
   return 0;
 }

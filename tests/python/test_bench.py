@@ -1,0 +1,304 @@
+"""bench/run_bench.py and the bench binaries: the page renders from raw results alone (the
+committed page unchanged, the bf16 section with its ratios and verdicts from a small synthetic
+run, one line saying why where bf16 was not measured), bf16 rows run in the same alternation as
+the fp32 ones, and attnlab_train_bench / attnlab_kernels record their precision and refuse or
+leave out bf16 on a CPU without native bf16 products."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, ROOT
+from test_bf16 import NATIVE_BF16, without_native_bf16
+
+BENCH = ROOT / "bench"
+PAGE = ROOT / "docs" / "results" / "bench.md"
+
+
+def load_run_bench():
+    sys.path.insert(0, str(BENCH))  # run_bench imports bench_configs from its own directory
+    try:
+        spec = importlib.util.spec_from_file_location("run_bench", BENCH / "run_bench.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCH))
+    return module
+
+
+run_bench = load_run_bench()
+
+
+def bench_binary(name):
+    binary = BUILD / "bench" / name
+    assert binary.is_file(), f"{binary} is missing: build first (make build)"
+    return binary
+
+
+def render(raw, tmp_path):
+    """The page run_bench.py --render-from writes from a page holding only `raw`."""
+    source, output = tmp_path / "raw.md", tmp_path / "page.md"
+    source.write_text(f"{run_bench.RAW_BEGIN}\n{json.dumps(raw)}\n{run_bench.RAW_END}\n")
+    done = subprocess.run([sys.executable, str(BENCH / "run_bench.py"), "--render-from",
+                           str(source), "--output", str(output)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return output.read_text()
+
+
+def result(impl, config, tokens_per_s, precision="fp32", **fields):
+    """One bench process's JSON with every field the page reads; 2048 tokens per step."""
+    step = 2048 / tokens_per_s
+    values = {
+        "impl": impl, "config": config, "threads": 1, "precision": precision,
+        "tokens_per_s": tokens_per_s, "tokens_per_cpu_s": tokens_per_s, "step_s": step,
+        "step_cpu_s": step, "forward_s": step / 3, "backward_s": step / 2,
+        "optimizer_s": step / 6, "loss": 9.4, "peak_rss_mib": 300.0, "flops_per_token": 1e8,
+        "sgemm_peak_gflops": 100.0, "sgemm_peak_cpu_gflops": 100.0, "bf16_peak_gflops": 0.0,
+        "bf16_peak_cpu_gflops": 0.0, "mfu": 0.5, "mfu_cpu": 0.5, "greedy_s": 1.0,
+        "greedy_cpu_s": 1.0, "greedy_tokens": 1024, "beam": 0, "beam_s": 0.0, "beam_cpu_s": 0.0,
+        "beam_tokens": 0, "decode_batch": 32, "openblas_core": "Cooperlake",
+        "torch_version": "1.13.0a0", "onednn_isa": "",
+    }
+    if impl == "attnlab" and precision == "bf16":
+        values.update(bf16_peak_gflops=200.0, bf16_peak_cpu_gflops=200.0,
+                      onednn_isa="avx512_core_bf16")
+    values.update(fields)
+    return values
+
+
+def synthetic_raw(bf16_reason=""):
+    """Three configurations at one thread; the bf16 ratios chosen to land on both verdicts:
+    bf16/fp32 2.0x on base (met) and 1.4x on small (missed), bf16/autocast 2.0x on tiny and
+    1.6x on base (met) and 1.4x on small (missed), base bf16 MFU 75% (met)."""
+    tokens = {  # attnlab fp32, PyTorch fp32, attnlab bf16, PyTorch autocast-bf16
+        "tiny": (1000.0, 500.0, 1600.0, 800.0),
+        "small": (300.0, 250.0, 420.0, 300.0),
+        "base": (40.0, 30.0, 80.0, 50.0),
+    }
+    rows, results = [], {}
+    for config, (fp32, torch_fp32, bf16, torch_bf16) in tokens.items():
+        rows.append({"config": config, "threads": 1, "steps": 2, "warmup": 1, "repeats": 1,
+                     "decode": True, "beam": 0})
+        results[f"{config} t1"] = {
+            "attnlab": [result("attnlab", config, fp32)],
+            "torch": [result("torch", config, torch_fp32)],
+            "attnlab_bf16": [] if bf16_reason else [
+                result("attnlab", config, bf16, "bf16", mfu=0.75, mfu_cpu=0.8,
+                       greedy_s=0.0, greedy_tokens=0)],
+            "torch_bf16": [] if bf16_reason else [
+                result("torch", config, torch_bf16, "bf16", greedy_s=0.0, greedy_tokens=0)],
+        }
+    kernels = {"1": [
+        {"name": "sgemm_peak/1024x1024x1024", "real_time": 22.0, "cpu_time": 22.0,
+         "time_unit": "ms", "FLOPS": 9.6e10},
+        {"name": "bf16_peak/1024x1024x1024", "real_time": 11.0, "cpu_time": 11.0,
+         "time_unit": "ms", "FLOPS": 2.0e11},
+    ]}
+    context = {"mode": "full run", "date": "2026-12-03 03:00", "commit": "0123456789ab",
+               "minutes": 1.0, "cpu": "test CPU", "cores": 2, "load_start": "0.00 0.00 0.00",
+               "load_end": "0.00 0.00 0.00", "coretype": "",
+               "coretype_source": "chosen by OpenBLAS",
+               "bf16": {"reason": bf16_reason}}
+    return {"rows": rows, "results": results, "kernels": kernels, "context": context}
+
+
+def section(page, heading):
+    """The lines under `heading` up to the next heading of any level."""
+    lines = page.splitlines()
+    start = lines.index(heading) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("#")), len(lines))
+    return lines[start:end]
+
+
+def table_row(lines, prefix):
+    matches = [line for line in lines if line.startswith(prefix)]
+    assert len(matches) == 1, (prefix, lines)
+    return [cell.strip() for cell in matches[0].strip("|").split("|")]
+
+
+def test_committed_page_renders_unchanged_from_its_raw_results(tmp_path):
+    output = tmp_path / "bench.md"
+    subprocess.run([sys.executable, str(BENCH / "run_bench.py"), "--render-from", str(PAGE),
+                    "--output", str(output)], check=True, capture_output=True, timeout=60)
+    assert output.read_text() == PAGE.read_text()
+
+
+def test_bf16_section_renders_ratios_and_verdicts(tmp_path):
+    page = render(synthetic_raw(), tmp_path)
+    assert "## bf16 matrix products (attnlab --precision bf16, PyTorch autocast-bf16)" in page
+    assert "oneDNN (avx512_core_bf16)" in page
+
+    speedup = section(page, "### attnlab bf16 / attnlab fp32 (target tokens/s)")
+    tiny = table_row(speedup, "| tiny | 1 |")
+    assert tiny[2:7] == ["1600.0", "1000.0", "1.60x", "-", "-"]
+    small = table_row(speedup, "| small | 1 |")
+    assert small[4:6] == ["1.40x", ">= 1.5x"] and small[6].startswith("MISSED by 7%")
+    base = table_row(speedup, "| base | 1 |")
+    assert base[4:6] == ["2.00x", ">= 1.8x"] and base[6] == "met, 1.11x the target"
+    # 200 GFLOP/s over 40 fp32 tok/s at 1e8 FLOPs each: 50x at 100% bf16 MFU.
+    assert base[8] == "50.00x"
+
+    versus = section(page, "### attnlab bf16 / PyTorch autocast-bf16 (target tokens/s)")
+    assert table_row(versus, "| tiny | 1 |")[4:7] == ["2.00x", ">= 1.5x", "met, 1.33x the target"]
+    assert table_row(versus, "| small | 1 |")[6].startswith("MISSED by 7%")
+    base = table_row(versus, "| base | 1 |")
+    assert base[4:7] == ["1.60x", ">= 1.5x", "met, 1.07x the target"]
+    assert base[9] == "1.67x"  # PyTorch autocast-bf16 / PyTorch fp32: 50 / 30
+
+    mfu = section(page, "### bf16 model FLOPs utilisation")
+    base = table_row(mfu, "| base | 1 |")
+    assert base[2:4] == ["200.0 / 200.0", "2.00x"]
+    assert base[4] == "75.0% / 80.0%" and base[5] == "2.5% / 2.5%"
+    assert base[6] == ">= 70% (CPU): met, 1.14x the target"  # mfu_cpu 80%, wall mfu 75%
+    assert table_row(mfu, "| small | 1 |")[6] == ""
+    assert any("1 thread: bf16 200.0, sgemm 96.0 GFLOP/s" in line for line in mfu)
+
+    split = section(page, "### bf16 step time split")
+    assert table_row(split, "| base | 1 | attnlab_bf16 |")[6] == "25600.0"
+    assert table_row(split, "| base | 1 | torch_bf16 |")[6] == "40960.0"
+    # The fp32 tables hold only the fp32 processes.
+    training = section(page, "## Training throughput (target tokens/s)")
+    assert table_row(training, "| base | 1 |")[2:5] == ["40.0", "30.0", "1.33x"]
+    assert "attnlab_bf16" not in "\n".join(section(page, "## Step time split"))
+
+
+def test_page_says_in_one_line_why_bf16_was_not_measured(tmp_path):
+    reason = "this CPU has neither avx512_bf16 nor amx_bf16 (/proc/cpuinfo)"
+    page = render(synthetic_raw(bf16_reason=reason), tmp_path)
+    lines = section(page, "## bf16 matrix products (attnlab --precision bf16, PyTorch "
+                          "autocast-bf16)")
+    assert [line for line in lines if line] == [
+        f"Not measured: {reason}; the bf16 rows were skipped."]
+    assert "### attnlab bf16" not in page
+    # The fp32 content is all there.
+    assert table_row(section(page, "## Training throughput (target tokens/s)"),
+                     "| small | 1 |")[2:5] == ["300.0", "250.0", "1.20x"]
+
+
+def test_pages_from_before_bf16_rows_have_no_bf16_section(tmp_path):
+    raw = synthetic_raw()
+    del raw["context"]["bf16"]
+    for key in raw["results"]:
+        del raw["results"][key]["attnlab_bf16"], raw["results"][key]["torch_bf16"]
+    page = render(raw, tmp_path)
+    assert "## bf16" not in page and "attnlab bf16" not in page and "Not measured" not in page
+
+
+def test_bf16_rows_follow_the_cpu_flags(tmp_path):
+    reason = run_bench.bf16_unsupported_reason
+    assert reason("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\n") == ""
+    assert reason("flags\t\t: fpu avx2 amx_tile amx_bf16\n") == ""
+    assert "neither avx512_bf16 nor amx_bf16" in reason("flags\t\t: fpu avx2 avx512f\n")
+
+    class Args:
+        no_bf16 = False
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("flags\t\t: fpu avx512f avx512_bf16\n")
+    assert run_bench.bf16_plan(Args, cpuinfo) == (run_bench.FP32_IMPLS + run_bench.BF16_IMPLS,
+                                                  "")
+    cpuinfo.write_text("flags\t\t: fpu avx2\n")
+    impls, why = run_bench.bf16_plan(Args, cpuinfo)
+    assert impls == run_bench.FP32_IMPLS and "neither avx512_bf16" in why
+    Args.no_bf16 = True
+    assert run_bench.bf16_plan(Args, tmp_path / "absent") == (run_bench.FP32_IMPLS,
+                                                              "skipped with --no-bf16")
+
+
+def test_bf16_rows_alternate_with_the_fp32_rows():
+    # fp32 alone: the order of the runs before bf16 rows existed.
+    assert run_bench.run_order(run_bench.FP32_IMPLS, 0, 0) == ["attnlab", "torch"]
+    assert run_bench.run_order(run_bench.FP32_IMPLS, 0, 1) == ["torch", "attnlab"]
+    impls = run_bench.FP32_IMPLS + run_bench.BF16_IMPLS
+    firsts = [run_bench.run_order(impls, repeat, 0)[0] for repeat in range(4)]
+    assert sorted(firsts) == sorted(impls)
+    assert all(sorted(run_bench.run_order(impls, r, i)) == sorted(impls)
+               for r in range(3) for i in range(3))
+
+
+def test_bf16_commands_train_only_at_bf16():
+    row = run_bench.Row("small", 2, 3, 1, 3, True, 4)
+    commands = run_bench.bench_commands(row, BUILD)
+    for impl in ("attnlab", "torch"):
+        assert "--precision" not in commands[impl]
+        assert commands[impl][-4:] == ["--decode-repeats", "1", "--beam", "4"]
+    for impl in run_bench.BF16_IMPLS:
+        command = commands[impl]
+        assert command[-6:] == ["--decode-repeats", "0", "--beam", "0", "--precision", "bf16"]
+        assert command[command.index("--threads") + 1] == "2"
+    assert commands["torch_bf16"][1].endswith("torch_reference.py")
+
+
+def run_train_bench(*args):
+    command = [str(bench_binary("attnlab_train_bench")), "--config", "tiny", "--steps", "1",
+               "--warmup", "0", "--decode-repeats", "0", "--beam", "0", "--peak-repeats", "1",
+               *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+def test_train_bench_records_fp32_precision():
+    done = run_train_bench()
+    assert done.returncode == 0, done.stderr
+    line = json.loads(done.stdout.strip().splitlines()[-1])
+    assert line["precision"] == "fp32"
+    assert line["bf16_peak_gflops"] == 0 and line["onednn_isa"] == ""
+    assert line["sgemm_peak_gflops"] > 0
+
+
+@pytest.mark.skipif(not NATIVE_BF16, reason="this CPU has neither avx512_bf16 nor amx_bf16")
+def test_train_bench_records_bf16_precision_and_its_peak():
+    done = run_train_bench("--precision", "bf16")
+    assert done.returncode == 0, done.stderr
+    line = json.loads(done.stdout.strip().splitlines()[-1])
+    assert line["precision"] == "bf16"
+    assert line["onednn_isa"].startswith("avx512_core")
+    assert line["bf16_peak_gflops"] > 0 and line["sgemm_peak_gflops"] > 0
+    # MFU is over the bf16 peak in a bf16 run.
+    expected = line["tokens_per_s"] * line["flops_per_token"] / (line["bf16_peak_gflops"] * 1e9)
+    assert line["mfu"] == pytest.approx(expected, rel=1e-3)
+
+
+def test_train_bench_rejects_an_unknown_precision():
+    done = run_train_bench("--precision", "fp16")
+    assert done.returncode == 1
+    assert "unknown precision 'fp16' (expected fp32 or bf16)" in done.stderr
+
+
+def test_train_bench_refuses_bf16_on_a_cpu_without_it(tmp_path):
+    command = [str(bench_binary("attnlab_train_bench")), "--config", "tiny", "--steps", "1",
+               "--decode-repeats", "0", "--precision", "bf16"]
+    done = subprocess.run(without_native_bf16(command, tmp_path), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "--precision bf16 but this CPU has no native bfloat16 products" in done.stderr
+    assert "neither avx512_bf16 nor amx_bf16" in done.stderr
+    assert "use --precision fp32" in done.stderr
+    assert done.stdout == ""
+
+
+def run_kernels_peaks(tmp_path, native):
+    command = [str(bench_binary("attnlab_kernels")), "--benchmark_filter=_peak/",
+               "--benchmark_min_time=0.01", "--benchmark_format=json"]
+    if not native:
+        command = without_native_bf16(command, tmp_path)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    return report["context"]["bf16"], [b["name"] for b in report["benchmarks"]]
+
+
+@pytest.mark.skipif(not NATIVE_BF16, reason="this CPU has neither avx512_bf16 nor amx_bf16")
+def test_kernels_measure_the_bf16_peak_beside_sgemm(tmp_path):
+    context, names = run_kernels_peaks(tmp_path, native=True)
+    assert context.startswith("oneDNN avx512_core")
+    assert names == ["sgemm_peak/1024x1024x1024", "bf16_peak/1024x1024x1024"]
+
+
+def test_kernels_leave_bf16_out_on_a_cpu_without_it(tmp_path):
+    context, names = run_kernels_peaks(tmp_path, native=False)
+    assert "neither avx512_bf16 nor amx_bf16" in context
+    assert names == ["sgemm_peak/1024x1024x1024"]
