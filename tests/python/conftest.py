@@ -26,15 +26,22 @@ def attnlab():
     return binary
 
 
-def run_attnlab(binary, *args, env=None, timeout=600, check=True):
-    """Runs attnlab with one thread per rank and returns the CompletedProcess."""
+def attnlab_env(env=None):
+    """This process's environment with one thread per rank (unless set), plus `env`: what every
+    attnlab the tests start runs with, so that runs compared with each other also share
+    OPENBLAS_CORETYPE (kernels differ in their last bits)."""
     full_env = dict(os.environ)
     full_env.setdefault("OMP_NUM_THREADS", "1")
     full_env.setdefault("OPENBLAS_NUM_THREADS", "1")
     if env:
         full_env.update(env)
+    return full_env
+
+
+def run_attnlab(binary, *args, env=None, timeout=600, check=True):
+    """Runs attnlab with one thread per rank and returns the CompletedProcess."""
     result = subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True,
-                            env=full_env, timeout=timeout)
+                            env=attnlab_env(env), timeout=timeout)
     if check and result.returncode != 0:
         raise AssertionError(f"attnlab {' '.join(map(str, args))} exited {result.returncode}:\n"
                              f"{result.stdout}\n{result.stderr}")

@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import MPI_TEST_ENV, ROOT, run_attnlab
+from conftest import MPI_TEST_ENV, ROOT, attnlab_env, run_attnlab
 
 TINY = [
     "--set", "model.encoder_layers=1", "--set", "model.decoder_layers=1",
@@ -71,8 +71,7 @@ def test_sigterm_then_resume_equals_an_uninterrupted_run(attnlab, tmp_path):
                "--set", "model.dropout=0.1", "--set", "train.checkpoint_every=5",
                "--out", str(interrupted)]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                               env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                                    "PATH": "/usr/bin:/bin"})
+                               env=attnlab_env())
     for line in process.stderr:
         if line.startswith("step "):
             process.send_signal(signal.SIGTERM)
@@ -116,8 +115,7 @@ def test_a_stop_during_start_up_checkpoints_after_the_first_step(attnlab, tmp_pa
     command = [str(attnlab), "train", "-c", str(TASK), *TINY, "--set", "train.steps=50",
                "--set", "data.synthetic.train_size=1000000", "--out", str(out)]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                               env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                                    "PATH": "/usr/bin:/bin"})
+                               env=attnlab_env())
     deadline = time.monotonic() + 60
     while signal.SIGUSR1 not in caught_signals(process.pid) and time.monotonic() < deadline:
         time.sleep(0.001)
@@ -263,8 +261,7 @@ def test_a_run_resumed_under_patience_stops_where_an_uninterrupted_one_does(attn
     command = [str(attnlab), "train", "-c", str(TASK), *TINY, "--set", "train.steps=2000", *STOP,
                *SHRINK, "--out", str(interrupted)]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                               env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                                    "PATH": "/usr/bin:/bin"})
+                               env=attnlab_env())
     # Stop once the rate has shrunk, before patience ends the run.
     for line in process.stderr:
         if "learning rate x0.5" in line:
@@ -335,8 +332,7 @@ def interrupted_run(attnlab, out, signals, steps=8):
     command = [str(attnlab), "train", "-c", str(TASK), *TINY, "--set", f"train.steps={steps}",
                *SLOW_STEPS, "--out", str(out)]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                               env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                                    "PATH": "/usr/bin:/bin"})
+                               env=attnlab_env())
     lines, sent = [], 0
     for line in process.stderr:
         lines.append(line)
