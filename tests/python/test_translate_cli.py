@@ -79,6 +79,7 @@ def test_training_logs_dev_bleu_and_the_tokenizer(trained):
         lines = sum(1 for _ in open(FIXTURE / "train.en", encoding="utf-8"))
         assert summary["train_pairs"] + summary["train_pairs_skipped"] == lines
         assert summary["final_dev_bleu"] == bleu[-1]
+        assert summary["matmul_engine"].startswith("fp32 products: OpenBLAS kernel ")
     # Dev BLEU is printed with every evaluation that computes it.
     printed = [line for line in (trained / "train.stderr").read_text().splitlines()
                if line.startswith("eval step ")]
