@@ -87,6 +87,43 @@ TEST(Attention, ShapeMismatchNamesBothShapes) {
     EXPECT_NE(message.find("(1,1,2,4)"), std::string::npos) << message;
   }
 }
+TEST(Attention, FloatRowsHideScatteredKeysExactlyAndMatchDouble) {
+  // 40 keys with padding scattered through them (not only at the end), causal with offset -1 so
+  // that query 0 sees no key at all (a zero row) and the others see up to t - 1 + 1 keys.
+  constexpr int64_t kQueries = 24, kKeys = 40, kWidth = 8;
+  std::vector<uint8_t> padding(kKeys, 0);
+  for (int64_t s = 0; s < kKeys; ++s) padding[static_cast<size_t>(s)] = s % 7 == 3 || s > 33;
+  const AttentionMask mask{padding.data(), true, -1};
+  const Shape q_shape({1, 1, kQueries, kWidth}), k_shape({1, 1, kKeys, kWidth}),
+      out_shape({1, 1, kQueries, kWidth}), probs_shape({1, 1, kQueries, kKeys});
+  const std::vector<double> q = random_uniform(q_shape.numel(), 5),
+                            k = random_uniform(k_shape.numel(), 6),
+                            v = random_uniform(k_shape.numel(), 7);
+  std::vector<double> out(static_cast<size_t>(out_shape.numel())),
+      probs(static_cast<size_t>(probs_shape.numel()));
+  attention_forward<double>(view(out, out_shape), view(probs, probs_shape), const_view(q, q_shape),
+                            const_view(k, k_shape), const_view(v, k_shape), mask, 3.0);
+  const std::vector<float> qf = convert<float>(q), kf = convert<float>(k), vf = convert<float>(v);
+  std::vector<float> out_f(out.size()), probs_f(probs.size(), 123.0f);
+  attention_forward<float>(view(out_f, out_shape), view(probs_f, probs_shape),
+                           const_view(qf, q_shape), const_view(kf, k_shape),
+                           const_view(vf, k_shape), mask, 3.0f);
+  for (int64_t t = 0; t < kQueries; ++t) {
+    double row_sum = 0.0;
+    for (int64_t s = 0; s < kKeys; ++s) {
+      const size_t i = static_cast<size_t>(t * kKeys + s);
+      const bool hidden = padding[static_cast<size_t>(s)] != 0 || s > t - 1;
+      if (hidden) {
+        EXPECT_EQ(probs_f[i], 0.0f) << "query " << t << " key " << s;
+      } else {
+        EXPECT_NEAR(probs_f[i], probs[i], 2e-7 + 1e-6 * probs[i]) << "query " << t << " key " << s;
+      }
+      row_sum += probs_f[i];
+    }
+    EXPECT_NEAR(row_sum, t == 0 ? 0.0 : 1.0, 1e-6) << "query " << t;
+  }
+  EXPECT_LT(max_scaled_difference(convert<double>(out_f), out), 1e-6);
+}
 
 enum class MaskKind { kNone, kPadding, kCausal, kCausalOffset, kPaddingCausal };
 
@@ -220,10 +257,11 @@ TEST_P(AttentionGradTest, GradientMatchesCentralDifferences) {
 }
 
 const AttentionShape kShapes[] = {
-    {1, 1, 1, 1, 1, 1},  // the smallest case
-    {2, 2, 3, 5, 4, 3},  // T < S, d_k != d_v
-    {1, 3, 7, 7, 2, 5},  // T = S, d_v > d_k
-    {2, 1, 7, 3, 3, 1},  // T > S, d_v = 1
+    {1, 1, 1, 1, 1, 1},    // the smallest case
+    {2, 2, 3, 5, 4, 3},    // T < S, d_k != d_v
+    {1, 3, 7, 7, 2, 5},    // T = S, d_v > d_k
+    {2, 1, 7, 3, 3, 1},    // T > S, d_v = 1
+    {2, 2, 19, 37, 8, 8},  // rows longer than a vector (float rows run 8 or 16 lanes + a tail)
 };
 const char* kScales[] = {"rsqrt_dk", "none", "inv_dk", "0.5", "learned"};
 const MaskKind kMasks[] = {MaskKind::kNone, MaskKind::kPadding, MaskKind::kCausal,
