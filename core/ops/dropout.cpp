@@ -30,13 +30,13 @@ inline __attribute__((always_inline)) void dropout_range_body(T* out, const T* i
   }
 }
 
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void dropout_range(
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void dropout_range(
     float* out, const float* inp, int64_t begin, int64_t end, uint32_t threshold, float keep_scale,
     uint64_t key) {
   dropout_range_body(out, inp, begin, end, threshold, keep_scale, key);
 }
 
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void dropout_range(
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void dropout_range(
     double* out, const double* inp, int64_t begin, int64_t end, uint32_t threshold,
     double keep_scale, uint64_t key) {
   dropout_range_body(out, inp, begin, end, threshold, keep_scale, key);

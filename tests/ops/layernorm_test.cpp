@@ -167,10 +167,40 @@ TEST_P(LayerNormTest, FloatMatchesDouble) {
   EXPECT_LT(max_scaled_difference(out_f, out), 1e-5);
 }
 
+TEST_P(LayerNormTest, FloatBackwardMatchesDoubleWhateverDinpHeld) {
+  // The float rows run as vector loops (16 or 8 lanes and a tail); an assigned dinp must not
+  // depend on what the buffer held, NaN included, and an accumulated one adds to it.
+  const auto [m, d] = GetParam();
+  std::vector<double> dinp, dweight, dbias;
+  run(1e-5, &dinp, &dweight, &dbias);
+  std::vector<float> inp_f = convert<float>(inp), weight_f = convert<float>(weight),
+                     bias_f = convert<float>(bias), dout_f = convert<float>(dout),
+                     out_f(inp.size()), mean_f(static_cast<size_t>(m)), rstd_f(mean_f.size());
+  layernorm_forward<float>(view(out_f, {m, d}), view(mean_f, {m}), view(rstd_f, {m}),
+                           const_view(inp_f, {m, d}), const_view(weight_f, {d}),
+                           const_view(bias_f, {d}));
+  for (bool accumulate : {false, true}) {
+    std::vector<float> dinp_f(inp.size(), accumulate ? 0.25f : std::nanf("")),
+        dweight_f(weight.size(), 0.0f), dbias_f(bias.size(), 0.0f);
+    layernorm_backward<float>(view(dinp_f, {m, d}), view(dweight_f, {d}), view(dbias_f, {d}),
+                              const_view(dout_f, {m, d}), const_view(inp_f, {m, d}),
+                              const_view(weight_f, {d}), const_view(mean_f, {m}),
+                              const_view(rstd_f, {m}), accumulate);
+    std::vector<double> expected = dinp;
+    if (accumulate) {
+      for (double& value : expected) value += 0.25;
+    }
+    EXPECT_LT(max_scaled_difference(dinp_f, expected), 1e-5) << "accumulate " << accumulate;
+    EXPECT_LT(max_scaled_difference(dweight_f, dweight), 1e-5);
+    EXPECT_LT(max_scaled_difference(dbias_f, dbias), 1e-5);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, LayerNormTest,
                          ::testing::Values(LayerNormShape{1, 2}, LayerNormShape{3, 7},
                                            LayerNormShape{7, 3}, LayerNormShape{1, 1},
-                                           LayerNormShape{4, 16}, LayerNormShape{5, 33}));
+                                           LayerNormShape{4, 16}, LayerNormShape{5, 33},
+                                           LayerNormShape{3, 64}, LayerNormShape{2, 67}));
 
 }  // namespace
 }  // namespace attnlab::test
