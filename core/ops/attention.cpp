@@ -2,13 +2,10 @@
 //   logits = scale * Q K^T,  probs = softmax(logits + mask),  out = dropout(probs) V.
 // Legend: B batch, H heads, T queries, S keys, K d_k, V d_v.
 //
-// Speed: the softmax rows are branch-free loops over the visible keys (causal masking is a row
-// length, padding a select), which GCC vectorises; float rows take their exponentials from
-// exp_poly (8 lanes in the AVX2 clone) instead of a scalar libm call, which took 8% of a
-// table3-scale training step. Double rows (the gradient checks) keep libm's exp.
+// Speed: causal masking is a row length and padding a select, so each row is one call of
+// softmax.cpp's vectorised row kernels (softmax_row, softmax_backward_row).
 #include <cmath>
 
-#include "core/ops/exp_poly.h"
 #include "core/ops/ops.h"
 #include "core/tensor/blas.h"
 #include "core/util/rng.h"
@@ -39,72 +36,6 @@ int64_t visible_keys(const AttentionMask& mask, int64_t t, int64_t keys) {
   if (!mask.causal) return keys;
   const int64_t limit = t + mask.query_offset + 1;
   return limit < 0 ? 0 : (limit < keys ? limit : keys);
-}
-
-// row (S) <- softmax over its first `limit` logits, with padded keys (padding[s] != 0; padding
-// may be null) and keys from `limit` on at exactly 0; a row with no visible key becomes zeros.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void softmax_row(float* row,
-                                                                             const uint8_t* padding,
-                                                                             int64_t limit,
-                                                                             int64_t keys) {
-  if (padding != nullptr) {
-#pragma omp simd
-    for (int64_t s = 0; s < limit; ++s) row[s] = padding[s] != 0 ? -INFINITY : row[s];
-  }
-  float max_logit = -INFINITY;
-#pragma omp simd reduction(max : max_logit)
-  for (int64_t s = 0; s < limit; ++s) max_logit = row[s] > max_logit ? row[s] : max_logit;
-  for (int64_t s = limit; s < keys; ++s) row[s] = 0.0f;
-  if (max_logit == -INFINITY) {  // every key hidden: a well-defined zero row
-    for (int64_t s = 0; s < limit; ++s) row[s] = 0.0f;
-    return;
-  }
-  // exp_poly(-inf) = 0 exactly, so padded keys need no second select.
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t s = 0; s < limit; ++s) {
-    const float e = exp_poly(row[s] - max_logit);
-    row[s] = e;
-    sum += e;
-  }
-  const float inv_sum = 1.0f / sum;
-#pragma omp simd
-  for (int64_t s = 0; s < limit; ++s) row[s] *= inv_sum;
-}
-
-void softmax_row(double* row, const uint8_t* padding, int64_t limit, int64_t keys) {
-  double max_logit = -INFINITY;
-  for (int64_t s = 0; s < limit; ++s) {
-    if ((padding == nullptr || padding[s] == 0) && row[s] > max_logit) max_logit = row[s];
-  }
-  for (int64_t s = limit; s < keys; ++s) row[s] = 0.0;
-  if (max_logit == -INFINITY) {
-    for (int64_t s = 0; s < limit; ++s) row[s] = 0.0;
-    return;
-  }
-  double sum = 0.0;
-  for (int64_t s = 0; s < limit; ++s) {
-    row[s] = padding == nullptr || padding[s] == 0 ? std::exp(row[s] - max_logit) : 0.0;
-    sum += row[s];
-  }
-  const double inv_sum = 1.0 / sum;
-  for (int64_t s = 0; s < limit; ++s) row[s] *= inv_sum;
-}
-
-// g (S) <- p * (g - sum(g * p)): the softmax's backward pass; hidden keys have p = 0 and get 0.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void softmax_backward_row(
-    float* g, const float* p, int64_t keys) {
-  float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-  for (int64_t s = 0; s < keys; ++s) dot += g[s] * p[s];
-#pragma omp simd
-  for (int64_t s = 0; s < keys; ++s) g[s] = p[s] * (g[s] - dot);
-}
-
-void softmax_backward_row(double* g, const double* p, int64_t keys) {
-  double dot = 0.0;
-  for (int64_t s = 0; s < keys; ++s) dot += g[s] * p[s];
-  for (int64_t s = 0; s < keys; ++s) g[s] = p[s] * (g[s] - dot);
 }
 
 }  // namespace

@@ -127,6 +127,13 @@ void softmax_forward(TensorView<T> out, TensorView<const T> inp);
 // d softmax: dinp = y * (dy - sum(dy * y)).
 template <typename T>
 void softmax_backward(TensorView<T> dinp, TensorView<const T> dout, TensorView<const T> out);
+// One row in place: softmax over row[0, limit) with padded entries (padding[s] != 0; padding
+// may be null) and entries from `limit` on at exactly 0; a row with nothing visible becomes zeros.
+void softmax_row(float* row, const uint8_t* padding, int64_t limit, int64_t n);
+void softmax_row(double* row, const uint8_t* padding, int64_t limit, int64_t n);
+// One row in place: g <- p * (g - sum(g * p)).
+void softmax_backward_row(float* g, const float* p, int64_t n);
+void softmax_backward_row(double* g, const double* p, int64_t n);
 
 // ---- heads (heads.cpp): split_heads (B,T,H*K) -> (B,H,T,K) and its inverse combine_heads.
 template <typename T>
