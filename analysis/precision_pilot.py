@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.errors import AnalysisError  # noqa: E402
+from analysis.notes import read_notes  # noqa: E402
 from analysis.sweep import load_sweep  # noqa: E402
 
 PRECISION = "train.precision"
@@ -163,7 +164,11 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "pilot-bf16.csv", index=False, float_format="%.10g")
     curves(series, out / "pilot-bf16_curves.png")
-    notes = pathlib.Path(args.notes).read_text(encoding="utf-8").strip() if args.notes else None
+    try:
+        notes = read_notes(args.notes, out) if args.notes else None
+    except AnalysisError as error:
+        print(f"analysis.precision_pilot: {error}", file=sys.stderr)
+        return 2
     (out / "pilot-bf16.md").write_text(markdown(sweep, table, frame, notes), encoding="utf-8")
     print(f"{'agree' if frame['within'].all() else 'disagree'}; written to {out}")
     return 0

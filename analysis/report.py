@@ -19,6 +19,7 @@ if __package__ in (None, ""):  # run as a file (python3 analysis/report.py): the
 from analysis import figures, render  # noqa: E402
 from analysis.conclusions import conclusion_lines, discussion_lines  # noqa: E402
 from analysis.errors import AnalysisError  # noqa: E402
+from analysis.notes import read_notes  # noqa: E402
 from analysis.sweep import load_runs, load_sweep  # noqa: E402
 from analysis.table import build_table  # noqa: E402
 
@@ -73,18 +74,13 @@ def _attention_rows(sweep, choice):
 
 def write_report(args):
     """Writes every output of `args`; returns (output directory, the Table, incomplete?)."""
-    notes = None
-    if args.notes:
-        try:
-            notes = pathlib.Path(args.notes).read_text(encoding="utf-8").strip()
-        except OSError as error:
-            raise AnalysisError(f"--notes {args.notes}: cannot read it ({error.strerror})") from None
     first = pathlib.Path(args.sweep[0])
     if len(args.sweep) == 1 and not (first / "run.h5").is_file():
         sweep = load_sweep(first, base=args.base, with_attention=not args.no_figures)
     else:
         sweep = load_runs(args.sweep, with_attention=not args.no_figures)
     out = pathlib.Path(args.out) if args.out else sweep.directory / "report"
+    notes = read_notes(args.notes, out) if args.notes else None
     out.mkdir(parents=True, exist_ok=True)
     table = build_table(sweep, bootstrap_samples=args.bootstrap_samples)
     figure_files, figure_notes = [], []

@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 
 from analysis import bleu, convergence  # noqa: E402
 from analysis.errors import AnalysisError  # noqa: E402
+from analysis.notes import read_notes  # noqa: E402
 from analysis.figures import DPI  # noqa: E402
 from analysis.render import count, fixed, significant  # noqa: E402
 from analysis.runfile import read_run  # noqa: E402
@@ -272,10 +273,7 @@ def main(argv=None):
         data = read_run(str(run_dir / "run.h5"))
         if data.eval.empty:
             raise AnalysisError(f"{run_dir / 'run.h5'}: no dev evaluation to draw a curve from")
-        notes = None
-        if args.notes:
-            notes = read_lines(args.notes)
-            notes = "\n".join(notes).strip()
+        notes = read_notes(args.notes, out.parent) if args.notes else None
         figure = out.parent / out.stem / "curve.png"
         text = page(data, run_dir, data_dir, f"{out.stem}/curve.png",
                     args.title or str(data.config.get("name", run_dir.name)), notes)
