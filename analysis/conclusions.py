@@ -52,6 +52,16 @@ def verdicts(sweep, table):
     return results
 
 
+def convergence_phrase(runs, unconverged):
+    """How many of a row's `runs` completed runs converged, in words."""
+    if unconverged == 0:
+        return {1: "its run converged", 2: "both runs converged"}.get(
+            runs, f"all {runs} runs converged")
+    if runs == 1:
+        return "its run did not converge"
+    return f"{unconverged} of {runs} runs unconverged"
+
+
 def conclusion_lines(sweep, table):
     """Markdown bullet lines, one per non-base row with dev PPL on both sides."""
     base = sweep.row(sweep.base)
@@ -66,7 +76,7 @@ def conclusion_lines(sweep, table):
             verdict = ("significant" if v["resolved"]
                        else "not significant (the interval holds 0)")
         else:
-            interval = "(no interval: fewer than two seeds)"
+            interval = None
             verdict = "not testable"
         paper_delta = v["paper_delta"]
         if math.isfinite(paper_delta) and round(paper_delta, 2):
@@ -77,12 +87,12 @@ def conclusion_lines(sweep, table):
             paper_text = "paper: no difference"
         else:
             paper_text = "no paper value"
-        unconverged = v["unconverged"]
-        converged = (f"all {v['runs']} runs converged" if unconverged == 0
-                     else f"{unconverged} of {v['runs']} runs unconverged")
+        interval_text = (f"95% interval {interval}" if interval
+                         else "no 95% interval (fewer than two seeds on a side)")
         p_text = "" if not math.isfinite(p) else ", p < 0.001" if p < 0.001 else f", p = {p:.3f}"
-        lines.append(f"- **{v['row']}**: dev PPL {delta:+.2f} vs base, 95% interval {interval}"
-                     f"{p_text}, {verdict}; {paper_text}; {converged}.")
+        lines.append(f"- **{v['row']}**: dev PPL {delta:+.2f} vs base, {interval_text}"
+                     f"{p_text}, {verdict}; {paper_text}; "
+                     f"{convergence_phrase(v['runs'], v['unconverged'])}.")
     if lines:
         lines.insert(0, f"One line per ablation: the difference of mean dev PPL from the base row "
                         f"({base.key}) with Welch's 95% interval over seeds; significant when the "

@@ -412,6 +412,14 @@ def test_notes_become_the_discussion_and_a_missing_notes_file_is_named(sweep_dir
     assert not (tmp_path / "x").exists()  # nothing written before the input was checked
 
 
+@pytest.mark.parametrize("runs, unconverged, phrase", [
+    (1, 0, "its run converged"), (2, 0, "both runs converged"), (4, 0, "all 4 runs converged"),
+    (1, 1, "its run did not converge"), (3, 2, "2 of 3 runs unconverged")])
+def test_the_convergence_phrase_counts_runs_in_words(runs, unconverged, phrase):
+    from analysis.conclusions import convergence_phrase
+    assert convergence_phrase(runs, unconverged) == phrase
+
+
 def test_relative_attention_entropy_is_one_for_uniform_and_zero_for_one_hot():
     from analysis.figures import relative_entropy
     uniform = np.full((2, 3, 4), 0.25)
