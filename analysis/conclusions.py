@@ -1,13 +1,14 @@
 """One line per ablation, first thing in a report: the effect on dev perplexity with its 95%
-interval, whether it is significant, whether its direction agrees with the paper's, and whether
-the runs behind it converged. Every verdict comes from numbers in the table; the thresholds are
-stated in the output."""
+interval, whether it is significant, whether its direction agrees with the paper's, whether the
+runs behind it converged, and whether their decoders read the source. Every verdict comes from
+numbers in the table; the thresholds are stated in the output."""
 
 import math
 
 import numpy as np
 
 from analysis import stats
+from analysis.source_attention import IGNORES_SOURCE
 
 ALPHA = 0.05
 
@@ -48,7 +49,8 @@ def verdicts(sweep, table):
             "row": row.key, "runs": len(ids), "delta": float(np.mean(ours) - np.mean(base_ppl)),
             "low": low, "high": high, "p": by_row[row.key].get("ppl_p", math.nan),
             "testable": math.isfinite(low), "resolved": low > 0 or high < 0,
-            "paper_delta": paper_delta, "unconverged": len(sweep.unconverged(row.key))})
+            "paper_delta": paper_delta, "unconverged": len(sweep.unconverged(row.key)),
+            "ignoring_source": sweep.ignoring_source(row.key)})
     return results
 
 
@@ -60,6 +62,19 @@ def convergence_phrase(runs, unconverged):
     if runs == 1:
         return "its run did not converge"
     return f"{unconverged} of {runs} runs unconverged"
+
+
+def source_phrase(runs, ignoring):
+    """'' when every run's decoder reads the source, else how many ignore it and how much
+    (`ignoring`: {run id: dev cross-attention relative to uniform})."""
+    if not ignoring:
+        return ""
+    values = sorted(ignoring.values())
+    level = f"{values[0]:.3f}" if len(values) == 1 else f"{values[0]:.3f} to {values[-1]:.3f}"
+    where = "its run" if runs == 1 else f"{len(ignoring)} of {runs} runs"
+    return (f"; the decoder ignores the source in {where} "
+            f"(decoder-encoder attention at {level} of uniform over the dev set): the row "
+            "measures a model that did not learn to translate")
 
 
 def conclusion_lines(sweep, table):
@@ -92,12 +107,15 @@ def conclusion_lines(sweep, table):
         p_text = "" if not math.isfinite(p) else ", p < 0.001" if p < 0.001 else f", p = {p:.3f}"
         lines.append(f"- **{v['row']}**: dev PPL {delta:+.2f} vs base, {interval_text}"
                      f"{p_text}, {verdict}; {paper_text}; "
-                     f"{convergence_phrase(v['runs'], v['unconverged'])}.")
+                     f"{convergence_phrase(v['runs'], v['unconverged'])}"
+                     f"{source_phrase(v['runs'], v['ignoring_source'])}.")
     if lines:
         lines.insert(0, f"One line per ablation: the difference of mean dev PPL from the base row "
                         f"({base.key}) with Welch's 95% interval over seeds; significant when the "
                         f"interval excludes 0 (two-sided, alpha = {ALPHA}); the paper's direction "
-                        "from its own base; convergence as defined under the table.")
+                        "from its own base; convergence as defined under the table; and "
+                        "whether the decoder ignores the source (decoder-encoder attention at "
+                        f"{IGNORES_SOURCE} of uniform or more over the dev set).")
         lines.insert(1, "")
     return lines
 
@@ -141,4 +159,10 @@ def discussion_lines(sweep, table):
                      f"(train.steps, train.stop) before reading them as the paper's question.")
     else:
         lines.append("Every run behind these numbers converged (definition under the table).")
+    stalled = [v["row"] for v in results if v["ignoring_source"]]
+    if stalled:
+        lines.append(f"In {len(stalled)} row(s) ({', '.join(stalled)}) the decoder of some run "
+                     "ignores the source: its perplexity is a language model's of the target "
+                     "side, so the difference from base says that the model did not learn to "
+                     "translate under this recipe, not what the ablated part contributes.")
     return [" ".join(lines), ""]

@@ -7,7 +7,6 @@ report says what was skipped and why.
 
 import math
 import pathlib
-import re
 
 import matplotlib
 
@@ -17,6 +16,7 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis.runfile import STACKS  # noqa: E402
+from analysis.source_attention import dev_cross_attention  # noqa: E402
 
 DPI = 110
 STACK_TITLES = {"encoder_self": "encoder self-attention", "decoder_self":
@@ -244,31 +244,13 @@ def _probe_cross_attention(data):
     return float(np.mean([relative_entropy(w) for w in layers])) if layers else None
 
 
-def _dev_cross_attention(data):
-    """/summary dev_cross_attention_entropy: the same measured by the run over its whole dev set
-    (each row relative to log of its sentence's source length). Runs logged before the run
-    measured it may carry it from `attnlab eval --split dev` (/eval_dev), used when that scored
-    the parameters of the run's final evaluation (the same step, not an average). Else None."""
-    value = data.summary.get("dev_cross_attention_entropy")
-    if value is not None:
-        return float(value)
-    decoding = getattr(data, "decodings", {}).get("eval_dev", {})
-    final = str(data.summary.get("final_checkpoint", ""))
-    step = re.fullmatch(r"(?:best|newest) \(step (\d+)(?:, the newest)?\)", final)
-    if ("cross_attention_entropy" in decoding and step is not None
-            and int(decoding.get("average_last", 0)) <= 1
-            and int(decoding.get("step", -1)) == int(step.group(1))):
-        return float(decoding["cross_attention_entropy"])
-    return None
-
-
 def cross_attention_concentration(sweep):
     """Lines for the report: per row, decoder-encoder attention entropy relative to uniform (mean
     over layers, heads and target positions, then over the completed seeds that measured it),
     over the whole dev set where the runs recorded it and on the probe sentence."""
     what = ("entropy relative to uniform (1 = uniform over the source, 0 = one source token per "
             "target token; mean over layers, heads and target positions):")
-    blocks = [(_dev_cross_attention, "Decoder-encoder attention over the whole dev set "
+    blocks = [(dev_cross_attention, "Decoder-encoder attention over the whole dev set "
                "(teacher forcing, the parameters of the final evaluation), " + what),
               (_probe_cross_attention, "Decoder-encoder attention of the probe sentence, " + what)]
     lines = []

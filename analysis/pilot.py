@@ -23,7 +23,6 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
 from analysis.errors import AnalysisError  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402

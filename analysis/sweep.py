@@ -17,6 +17,7 @@ from analysis.convergence import assess_run
 from analysis.errors import AnalysisError
 from analysis.manifest import read_manifest
 from analysis.runfile import read_run
+from analysis.source_attention import IGNORES_SOURCE, dev_cross_attention
 
 MANIFEST = "manifest.yaml"
 RUN_FILE = "run.h5"
@@ -66,6 +67,15 @@ class Sweep:
         if "converged" not in frame:
             return list(frame["run_id"])
         return list(frame[frame["converged"] != True]["run_id"])  # noqa: E712 (NaN counts too)
+
+    def ignoring_source(self, row_key):
+        """{run id: dev cross-attention} of the row's completed runs whose decoder ignores the
+        source (analysis/source_attention.py)."""
+        frame = self.runs[(self.runs["row"] == row_key) & (self.runs["status"] == "completed")]
+        if "dev_cross_attention" not in frame:
+            return {}
+        ignoring = frame[frame["dev_cross_attention"] >= IGNORES_SOURCE]
+        return dict(zip(ignoring["run_id"], ignoring["dev_cross_attention"].astype(float)))
 
     def incomplete(self):
         """The runs that are not completed (missing, running, failed, preempted)."""
@@ -117,6 +127,8 @@ def _merge_run(record, data):
     record["converged"] = convergence.converged
     record["convergence"] = convergence.reason
     record["dev_evaluations"] = convergence.evaluations
+    cross = dev_cross_attention(data)
+    record["dev_cross_attention"] = np.nan if cross is None else cross
     world = float(data.attrs.get("world_size", 1) or 1)
     threads = float(data.attrs.get("threads", 1) or 1)
     seconds = data.summary.get("train_seconds")

@@ -11,6 +11,8 @@ on, and for the learning-rate and precision pilots and small-base's page.
 """
 
 import difflib
+import os
+import pathlib
 import subprocess
 import sys
 
@@ -104,9 +106,20 @@ SMALL_BASE_NOTES = "docs/results/small-base-notes.md"
 SMALL_BASE_TITLE = "small-base: Bible English -> Spanish, trained to a plateau"
 
 
-def small_base_command(data, out):
+def small_base_command(data, out, notes=SMALL_BASE_NOTES):
     return [sys.executable, "-m", "analysis.runpage", SMALL_BASE_RUN, "--data", str(data),
-            "--out", str(out), "--title", SMALL_BASE_TITLE, "--notes", SMALL_BASE_NOTES]
+            "--out", str(out), "--title", SMALL_BASE_TITLE, "--notes", str(notes)]
+
+
+def notes_beside(notes, page_dir, fresh_page_dir):
+    """A copy of the notes file where it stands to `fresh_page_dir` as the committed one stands
+    to `page_dir`: its relative links then come out of the page as they do in the committed one
+    (analysis/notes.py rewrites them from the notes file's directory to the page's)."""
+    copy = pathlib.Path(os.path.normpath(fresh_page_dir / os.path.relpath(ROOT / notes,
+                                                                           ROOT / page_dir)))
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_bytes((ROOT / notes).read_bytes())
+    return copy
 
 
 def test_the_small_base_page_is_what_its_run_gives(attnlab, tmp_path):
@@ -114,7 +127,9 @@ def test_the_small_base_page_is_what_its_run_gives(attnlab, tmp_path):
     made again here (its BLEU scored again from the hypotheses), and must equal the committed
     one; the run must be the base row's seed 1 of the committed table3-plateau manifest."""
     run_attnlab(attnlab, "data", "bible", "--out", tmp_path / "bible")
-    result = subprocess.run(small_base_command(tmp_path / "bible", tmp_path / "small-base.md"),
+    notes = notes_beside(SMALL_BASE_NOTES, "docs/results", tmp_path)
+    result = subprocess.run(small_base_command(tmp_path / "bible", tmp_path / "small-base.md",
+                                               notes),
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     command = " ".join(small_base_command("data/bible", "docs/results/small-base.md")[1:])
@@ -159,13 +174,14 @@ def test_the_committed_precision_pilot_is_what_its_logs_give(tmp_path):
     committed run logs with its notes and must equal the committed one (DECLARED checks that the
     runs are the ones experiments/small/pilot-bf16.yaml declares)."""
     command = [sys.executable, "-m", "analysis.precision_pilot",
-               "docs/results/pilot-bf16/runs", "--out", str(tmp_path), "--notes",
-               "docs/results/pilot-bf16-notes.md"]
+               "docs/results/pilot-bf16/runs", "--out", str(tmp_path / "pilot-bf16"), "--notes",
+               str(notes_beside("docs/results/pilot-bf16-notes.md", "docs/results/pilot-bf16",
+                                tmp_path / "pilot-bf16"))]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     for name in ("pilot-bf16.md", "pilot-bf16.csv"):
         diff = _diff((PRECISION_PILOT / name).read_text(encoding="utf-8"),
-                     (tmp_path / name).read_text(encoding="utf-8"), name)
+                     (tmp_path / "pilot-bf16" / name).read_text(encoding="utf-8"), name)
         assert not diff, (f"{name} is stale; regenerate it with python3 -m "
                           f"analysis.precision_pilot docs/results/pilot-bf16/runs --out "
                           f"docs/results/pilot-bf16 --notes docs/results/pilot-bf16-notes.md\n{diff}")

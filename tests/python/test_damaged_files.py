@@ -5,7 +5,6 @@ tests/fixtures/damaged/run_that_crashes_hdf5.h5 is a completed run.h5 with one f
 1190, in HDF5's internal structures) that makes HDF5 1.10 dereference a wild pointer.
 """
 
-import pathlib
 import shutil
 import subprocess
 import sys

@@ -17,6 +17,7 @@ from test_translate_cli import attnlab_in, make_workdir
 sys.path.insert(0, str(ROOT))
 
 from analysis import figures  # noqa: E402
+from analysis.source_attention import dev_cross_attention  # noqa: E402
 
 
 def row_entropies(weights):
@@ -123,14 +124,53 @@ def test_older_runs_give_it_from_eval_on_the_final_parameters_only():
     def run(final, **decoding):
         return types.SimpleNamespace(summary={"final_checkpoint": final}, decodings={
             "eval_dev": {"cross_attention_entropy": 0.4, "average_last": 0, **decoding}})
-    assert figures._dev_cross_attention(run("best (step 40)", step=40)) == 0.4
-    assert figures._dev_cross_attention(run("best (step 40, the newest)", step=40)) == 0.4
-    assert figures._dev_cross_attention(run("newest (step 40)", step=40)) == 0.4
+    assert dev_cross_attention(run("best (step 40)", step=40)) == 0.4
+    assert dev_cross_attention(run("best (step 40, the newest)", step=40)) == 0.4
+    assert dev_cross_attention(run("newest (step 40)", step=40)) == 0.4
     # Other parameters than the run's final evaluation scored: not this run's number.
-    assert figures._dev_cross_attention(run("best (step 40)", step=30)) is None
-    assert figures._dev_cross_attention(run("newest (step 40)", step=40, average_last=5)) is None
-    assert figures._dev_cross_attention(run("average of 5 (steps 20, 40)", step=40)) is None
+    assert dev_cross_attention(run("best (step 40)", step=30)) is None
+    assert dev_cross_attention(run("newest (step 40)", step=40, average_last=5)) is None
+    assert dev_cross_attention(run("average of 5 (steps 20, 40)", step=40)) is None
     # The run's own measurement wins.
     own = run("best (step 40)", step=40)
     own.summary["dev_cross_attention_entropy"] = 0.7
-    assert figures._dev_cross_attention(own) == 0.7
+    assert dev_cross_attention(own) == 0.7
+
+
+def test_the_phrase_for_decoders_that_ignore_the_source():
+    from analysis.conclusions import source_phrase
+    assert source_phrase(2, {}) == ""
+    one = source_phrase(1, {"a": 0.9876})
+    assert "ignores the source in its run" in one and "at 0.988 of uniform" in one
+    two = source_phrase(3, {"a": 0.999, "b": 0.961})
+    assert "in 2 of 3 runs" in two and "at 0.961 to 0.999 of uniform" in two
+
+
+@pytest.mark.slow
+def test_the_committed_table3_names_the_rows_whose_decoder_ignores_the_source():
+    """On the committed table3-plateau runs: the runs table's dev cross-attention is each run's
+    /summary or /eval_dev value read here with h5py, and a conclusion says that the decoder
+    ignores the source exactly for the rows with a run at 0.95 of uniform or more."""
+    from analysis.conclusions import conclusion_lines
+    from analysis.source_attention import IGNORES_SOURCE
+    from analysis.sweep import load_sweep
+    from analysis.table import build_table
+    logs = ROOT / "docs" / "results" / "table3-plateau" / "runs"
+    sweep = load_sweep(logs, with_attention=False)
+    measured = {}
+    for run_id in sweep.runs[sweep.runs["status"] == "completed"]["run_id"]:
+        with h5py.File(logs / run_id / "run.h5", "r") as f:
+            summary = f["summary"].attrs
+            measured[run_id] = float(summary["dev_cross_attention_entropy"]
+                                     if "dev_cross_attention_entropy" in summary
+                                     else f["eval_dev"].attrs["cross_attention_entropy"])
+    frame = sweep.runs.set_index("run_id")
+    assert measured and all(frame.loc[run_id, "dev_cross_attention"] == pytest.approx(value)
+                            for run_id, value in measured.items())
+    stalled_rows = {frame.loc[run_id, "row"] for run_id, value in measured.items()
+                    if value >= IGNORES_SOURCE}
+    assert "C-N-4" in stalled_rows and "base" not in stalled_rows
+    lines = [line for line in conclusion_lines(sweep, build_table(sweep, bootstrap_samples=10))
+             if line.startswith("- **")]
+    named = {line[4:line.index("**", 4)] for line in lines if "ignores the source" in line}
+    assert named == stalled_rows

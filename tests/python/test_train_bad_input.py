@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, run_attnlab
-from test_train_cli import TASK, TINY, train
+from test_train_cli import train
 
 
 def digest(path):

@@ -288,7 +288,7 @@ def test_a_run_resumed_under_patience_stops_where_an_uninterrupted_one_does(attn
     with h5py.File(interrupted / "run.h5", "r+") as f:
         f.attrs["status"] = "preempted"
     again = train(attnlab, interrupted, *STOP, *SHRINK, steps=2000)
-    assert f"completed (patience)" in again.stdout
+    assert "completed (patience)" in again.stdout
     assert int(series(interrupted / "run.h5", "train", "step")[-1]) == stop_step
 
 
