@@ -249,6 +249,9 @@ int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
   const std::string here = fs::current_path().string();
   for (const config::SweepRun& run : sweep.runs) {
     fs::create_directories(sweep_dir / run.id);
+    // A completed run's directory stays as it ran: its config.yaml is what trained it (run.h5
+    // holds the same), not this binary's rendering with keys added since.
+    if (read_run_progress((sweep_dir / run.id).string()).status == "completed") continue;
     ExperimentConfig resolved = run.config;
     config::make_paths_absolute(resolved, here);
     write_file_atomically((sweep_dir / run.id / "config.yaml").string(),

@@ -87,11 +87,17 @@ def test_local_sweep_completes_and_a_rerun_skips_every_run(attnlab, tmp_path):
             assert f.attrs["sweep_id"] == "tiny"
             assert list(f["train"]["step"][...]) == list(range(1, 31))
 
-    before = {d.name: digest(d / "run.h5") for d in run_dirs(sweep_dir)}
+    # A completed run's directory is left as it is, its config.yaml too (a note added to one
+    # stands in for keys a newer binary would render).
+    with open(run_dirs(sweep_dir)[0] / "config.yaml", "a", encoding="utf-8") as config:
+        config.write("# trained by an older attnlab\n")
+    before = {d.name: (digest(d / "run.h5"), digest(d / "config.yaml"))
+              for d in run_dirs(sweep_dir)}
     again = run_attnlab(attnlab, "sweep", sweep, "--out", runs, timeout=60)
     assert "skipping 4 run(s), completed" in again.stdout
     assert "nothing to launch" in again.stdout
-    assert {d.name: digest(d / "run.h5") for d in run_dirs(sweep_dir)} == before
+    assert {d.name: (digest(d / "run.h5"), digest(d / "config.yaml"))
+            for d in run_dirs(sweep_dir)} == before
 
     status = run_attnlab(attnlab, "status", sweep_dir, timeout=60)
     assert "4 runs: 4 completed" in status.stdout
