@@ -268,6 +268,13 @@ def _trend(sweep, records, metrics):
         caveat = (f" (unconverged: {', '.join(unconverged)}; an ordering of unconverged rows "
                   "compares learning speed, not final quality)" if unconverged else "")
         lines.append(f"- block {group}: " + _tau_parts(by_row, keys, paper_metrics) + caveat)
+        # A row whose decoder ignores the source measures a failed optimisation, not the ablated
+        # part: the order among the rows that learned to translate is reported beside.
+        ignoring = [k for k in keys[1:] if sweep.ignoring_source(k)]
+        learned = [k for k in keys if k not in ignoring]
+        if ignoring and len(learned) >= 2:
+            lines.append(f"  - without the rows whose decoder ignores the source "
+                         f"({', '.join(ignoring)}): " + _tau_parts(by_row, learned, paper_metrics))
         axes = _axes(sweep, keys)
         if len(axes) > 1:
             for axis, axis_keys in axes.items():

@@ -160,7 +160,10 @@ def test_trend_splits_a_block_by_the_settings_its_rows_change():
     paper = {"base": 4.92, "N1": 6.11, "N4": 4.88, "ff128": 5.12, "ff512": 4.75}
     records = [{"row": k, "ppl_mean": ours[k], "paper_ppl": paper[k]} for k in ours]
     metric = types.SimpleNamespace(name="ppl", label="dev PPL", paper_key="ppl")
-    lines = table_module._trend(types.SimpleNamespace(rows=rows, base="base"), records, [metric])
+    # N4's decoder ignores its source: the block's order is also given without it.
+    sweep = types.SimpleNamespace(rows=rows, base="base",
+                                  ignoring_source=lambda key: {"x": 1.0} if key == "N4" else {})
+    lines = table_module._trend(sweep, records, [metric])
 
     def tau(keys):
         return scipy_stats.kendalltau([ours[k] for k in keys], [paper[k] for k in keys])[0]
@@ -172,6 +175,12 @@ def test_trend_splits_a_block_by_the_settings_its_rows_change():
     assert ("  - model.encoder_layers, model.decoder_layers: dev PPL: tau = -1.00 (the reverse "
             "of the paper's order) over 3 rows") in lines
     assert "  - model.d_ff: dev PPL: tau = +1.00 (the paper's order) over 3 rows" in lines
+    learned = ["base", "N1", "ff128", "ff512"]
+    without = [line for line in lines if "without the rows" in line]
+    assert len(without) == 1, lines
+    assert without[0].startswith(f"  - without the rows whose decoder ignores the source (N4): "
+                                 f"dev PPL: tau = {tau(learned):+.2f} (")
+    assert without[0].endswith(" over 4 rows")
 
 
 def markdown_table(text):

@@ -174,3 +174,17 @@ def test_the_committed_table3_names_the_rows_whose_decoder_ignores_the_source():
              if line.startswith("- **")]
     named = {line[4:line.index("**", 4)] for line in lines if "ignores the source" in line}
     assert named == stalled_rows
+    # The trend check gives block C's order again without them, as scipy computes it.
+    from scipy import stats as scipy_stats
+    table = build_table(sweep, bootstrap_samples=10)
+    records = {r["row"]: r for r in table.records}
+    learned = [row.key for row in sweep.rows
+               if (row.group == "C" or row.key == sweep.base) and row.key not in stalled_rows]
+    tau = scipy_stats.kendalltau([records[k]["ppl_mean"] for k in learned],
+                                 [records[k]["paper_ppl"] for k in learned])[0]
+    stalled_in_c = sorted((row.key for row in sweep.rows
+                           if row.group == "C" and row.key in stalled_rows),
+                          key=[row.key for row in sweep.rows].index)
+    line = next(line for line in table.trend if "without the rows" in line and
+                f"({', '.join(stalled_in_c)})" in line)
+    assert f"dev PPL: tau = {tau:+.2f}" in line and f"over {len(learned)} rows" in line
