@@ -42,6 +42,10 @@ cluster::RunProgress read_run_file(const fs::path& path) {
     if (final_ppl != run.summary_numbers.end() && run.status == io::RunStatus::completed) {
       progress.final_dev_ppl = final_ppl->second;
     }
+    const auto cross = run.summary_numbers.find("dev_cross_attention_entropy");
+    if (cross != run.summary_numbers.end() && run.status == io::RunStatus::completed) {
+      progress.dev_cross_attention = cross->second;
+    }
     if (run.train.rows > 0) progress.step = static_cast<int64_t>(run.train.column("step").back());
     if (run.eval.rows > 0) {
       for (size_t c = 0; c < run.eval.columns.size(); ++c) {
@@ -166,8 +170,10 @@ int run_status(const std::vector<std::string>& args) {
 
   size_t name_width = 4;
   for (const cluster::ManifestRun& run : runs) name_width = std::max(name_width, run.name.size());
-  std::printf("%-13s %-*s %-11s %13s %-9s %9s %9s%s\n", "id", static_cast<int>(name_width), "name",
-              "state", "step", "stopped", "dev ppl", "accuracy", slurm ? "  slurm task" : "");
+  std::printf("%-13s %-*s %-11s %13s %-9s %9s %9s %8s%s\n", "id", static_cast<int>(name_width),
+              "name", "state", "step", "stopped", "dev ppl", "accuracy", "src attn",
+              slurm ? "  slurm task" : "");
+  bool any_source_attention = false;
   std::map<std::string, int> counts;
   for (const cluster::ManifestRun& run : runs) {
     const cluster::RunProgress progress = read_run_progress((fs::path(dir) / run.id).string());
@@ -187,13 +193,24 @@ int run_status(const std::vector<std::string>& args) {
     if (progress.dev_accuracy) {
       std::snprintf(accuracy, sizeof(accuracy), "%.1f%%", 100.0 * *progress.dev_accuracy);
     }
+    char source_attention[32] = "-";
+    if (progress.dev_cross_attention) {
+      std::snprintf(source_attention, sizeof(source_attention), "%.3f",
+                    *progress.dev_cross_attention);
+      any_source_attention = true;
+    }
     std::string task = job_of_run.count(run.id) ? job_of_run[run.id] : "";
     if (!task.empty() && !state_in_slurm.empty()) task += " " + state_in_slurm;
     if (!task.empty()) task.insert(0, "  ");
     const std::string stopped = progress.stop_reason.empty() ? "-" : progress.stop_reason;
-    std::printf("%-13s %-*s %-11s %13s %-9s %9s %9s%s\n", run.id.c_str(),
+    std::printf("%-13s %-*s %-11s %13s %-9s %9s %9s %8s%s\n", run.id.c_str(),
                 static_cast<int>(name_width), run.name.c_str(), state.c_str(), step.c_str(),
-                stopped.c_str(), ppl, accuracy, task.c_str());
+                stopped.c_str(), ppl, accuracy, source_attention, task.c_str());
+  }
+  if (any_source_attention) {
+    std::printf(
+        "src attn: decoder-encoder attention entropy over the dev set at the run's end, "
+        "relative to uniform (1: the decoder ignores its source)\n");
   }
   // Why each run that did not finish stopped, and where to read more.
   bool header = false;

@@ -102,6 +102,13 @@ def test_local_sweep_completes_and_a_rerun_skips_every_run(attnlab, tmp_path):
     status = run_attnlab(attnlab, "status", sweep_dir, timeout=60)
     assert "4 runs: 4 completed" in status.stdout
     assert status.stdout.count("30/30") == 4
+    # The last column: each run's decoder-encoder attention over the dev set, from its log.
+    for d in run_dirs(sweep_dir):
+        with h5py.File(d / "run.h5", "r") as f:
+            cross = float(f["summary"].attrs["dev_cross_attention_entropy"])
+        line = next(line for line in status.stdout.splitlines() if line.startswith(d.name))
+        assert line.split()[-1] == f"{cross:.3f}", line
+    assert "src attn: decoder-encoder attention entropy over the dev set" in status.stdout
 
 
 
