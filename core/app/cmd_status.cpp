@@ -1,5 +1,6 @@
 // `attnlab status runs/<sweep>`: one line per run (Slurm state when the sweep was submitted there,
-// the run's own status, step/total, last dev perplexity and accuracy) and a summary.
+// the run's own status, step/total, last dev perplexity and accuracy, and for a completed run
+// how much its decoder attends to the source) and a summary.
 #include "core/app/cmd_status.h"
 
 #include <cstdio>
