@@ -106,11 +106,15 @@ SeedPlan plan_seeds(const config::Sweep& sweep, const std::map<std::string, doub
       complete = complete && static_cast<int64_t>(first(*r, k).size()) == k;
     }
     if (!complete) {
+      // Rows are decided together, on the same base seeds, so that the plan depends on the
+      // results alone and not on the order in which runs finished.
       settled = false;
+      size_t to_go = static_cast<size_t>(k) - base_values.size();
+      for (const RowRuns* r : open) to_go += static_cast<size_t>(k) - first(*r, k).size();
       for (const RowRuns* r : open) {
         std::string& text = why[r->row];
-        text += (text.empty() ? "" : "; ") + std::string("waiting for the results of seeds 1-") +
-                std::to_string(k);
+        text += (text.empty() ? "" : "; ") + std::string("waiting until every row has seeds 1-") +
+                std::to_string(k) + " (" + std::to_string(to_go) + " run(s) to go)";
       }
       break;
     }

@@ -48,7 +48,14 @@ TEST(PlanSeeds, StartsWithMinSeedsAndWaitsForTheirResults) {
   const SeedPlan plan = plan_seeds(sweep, {});
   EXPECT_EQ(plan.runs.size(), 8u);  // 4 rows x 2 seeds
   EXPECT_FALSE(plan.settled);
-  EXPECT_EQ(decisions(plan)["far"], "2 seeds: waiting for the results of seeds 1-2");
+  EXPECT_EQ(decisions(plan)["far"],
+            "2 seeds: waiting until every row has seeds 1-2 (8 run(s) to go)");
+  // A row with both seeds still waits for the others: 8 runs minus the 3 that finished.
+  const SeedPlan partial =
+      plan_seeds(sweep, {{"base.seed1", 100.0}, {"base.seed2", 101.0}, {"far.seed1", 130.0}});
+  EXPECT_FALSE(partial.settled);
+  EXPECT_EQ(decisions(partial)["same"],
+            "2 seeds: waiting until every row has seeds 1-2 (5 run(s) to go)");
 }
 
 TEST(PlanSeeds, ResolvedRowsStopAndUnresolvedOnesGetTheNextSeedWithTheBase) {
