@@ -138,18 +138,14 @@ def main(argv=None):
         sweep = load_sweep(args.sweep, with_attention=False)
         frame = pilot_frame(sweep)
         choice = choose(frame)
-    except AnalysisError as error:
-        print(f"analysis.pilot: {error}", file=sys.stderr)
-        return 2
-    out = pathlib.Path(args.out) if args.out else sweep.directory / "pilot"
-    out.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out / "pilot.csv", index=False, float_format="%.10g")
-    curves(sweep, frame, out / "pilot_curves.png")
-    try:
+        out = pathlib.Path(args.out) if args.out else sweep.directory / "pilot"
         notes = read_notes(args.notes, out) if args.notes else None
     except AnalysisError as error:
         print(f"analysis.pilot: {error}", file=sys.stderr)
         return 2
+    out.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out / "pilot.csv", index=False, float_format="%.10g")
+    curves(sweep, frame, out / "pilot_curves.png")
     (out / "pilot.md").write_text(markdown(sweep, frame, choice, notes), encoding="utf-8")
     print(f"chosen: peak {choice[0]:g}, warmup {choice[1]}; written to {out}")
     return 0

@@ -157,18 +157,14 @@ def main(argv=None):
         if frame.empty:
             raise AnalysisError(f"{sweep.directory}: no evaluation step both precisions reached")
         table = summary(runs, series, sweep.series("train"))
-    except AnalysisError as error:
-        print(f"analysis.precision_pilot: {error}", file=sys.stderr)
-        return 2
-    out = pathlib.Path(args.out) if args.out else sweep.directory / "pilot"
-    out.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out / "pilot-bf16.csv", index=False, float_format="%.10g")
-    curves(series, out / "pilot-bf16_curves.png")
-    try:
+        out = pathlib.Path(args.out) if args.out else sweep.directory / "pilot"
         notes = read_notes(args.notes, out) if args.notes else None
     except AnalysisError as error:
         print(f"analysis.precision_pilot: {error}", file=sys.stderr)
         return 2
+    out.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out / "pilot-bf16.csv", index=False, float_format="%.10g")
+    curves(series, out / "pilot-bf16_curves.png")
     (out / "pilot-bf16.md").write_text(markdown(sweep, table, frame, notes), encoding="utf-8")
     print(f"{'agree' if frame['within'].all() else 'disagree'}; written to {out}")
     return 0

@@ -28,8 +28,8 @@ import numpy as np  # noqa: E402
 
 from analysis import bleu, convergence  # noqa: E402
 from analysis.errors import AnalysisError  # noqa: E402
-from analysis.notes import read_notes  # noqa: E402
 from analysis.figures import DPI  # noqa: E402
+from analysis.notes import read_notes  # noqa: E402
 from analysis.render import count, fixed, significant  # noqa: E402
 from analysis.runfile import read_run  # noqa: E402
 

@@ -27,6 +27,7 @@
 #include "core/io/checkpoint_dir.h"
 #include "core/io/run_log.h"
 #include "core/util/check.h"
+#include "core/util/files.h"
 
 namespace attnlab::cli {
 namespace fs = std::filesystem;
@@ -47,7 +48,8 @@ class Archiver {
   Archiver(fs::path to, bool dry_run) : to_(std::move(to)), dry_run_(dry_run) {}
 
   // Copies `from` to `to_/relative` unless the same bytes are there: written next to it as .tmp,
-  // then renamed over it, so an interrupted archive never leaves half a file under the real name.
+  // then put in place by replace_file (core/util/files.h), so an interrupted archive never leaves
+  // half a file under the real name.
   void copy(const fs::path& from, const fs::path& relative) {
     const fs::path target = to_ / relative;
     if (same_bytes(from, target)) return;
@@ -59,7 +61,7 @@ class Archiver {
     fs::create_directories(target.parent_path());
     const fs::path partial = target.string() + ".tmp";
     fs::copy_file(from, partial, fs::copy_options::overwrite_existing);
-    fs::rename(partial, target);
+    replace_file(partial.string(), target.string());
   }
 
   void remove(const fs::path& relative) {

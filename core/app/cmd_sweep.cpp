@@ -247,11 +247,17 @@ int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
   // Each run's config names its files absolute, so it runs the same from its own directory on
   // any node (the run id was computed before, from the paths as written).
   const std::string here = fs::current_path().string();
+  // Each run's file read once: it decides both whether its config is written and whether it runs.
+  std::vector<cluster::RunProgress> progress;
   for (const config::SweepRun& run : sweep.runs) {
+    progress.push_back(read_run_progress((sweep_dir / run.id).string()));
+  }
+  for (size_t i = 0; i < sweep.runs.size(); ++i) {
+    const config::SweepRun& run = sweep.runs[i];
     fs::create_directories(sweep_dir / run.id);
     // A completed run's directory stays as it ran: its config.yaml is what trained it (run.h5
     // holds the same), not this binary's rendering with keys added since.
-    if (read_run_progress((sweep_dir / run.id).string()).status == "completed") continue;
+    if (progress[i].status == "completed") continue;
     ExperimentConfig resolved = run.config;
     config::make_paths_absolute(resolved, here);
     write_file_atomically((sweep_dir / run.id / "config.yaml").string(),
@@ -263,11 +269,11 @@ int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
   const bool retry_failed = values.count("retry-failed") != 0;
   std::vector<const config::SweepRun*> to_launch;
   std::map<cluster::Decision, std::vector<std::string>> skipped;
-  for (const config::SweepRun& run : sweep.runs) {
+  for (size_t i = 0; i < sweep.runs.size(); ++i) {
+    const config::SweepRun& run = sweep.runs[i];
     const auto found = in_slurm.find(run.id);
     const cluster::Decision decision =
-        cluster::decide(read_run_progress((sweep_dir / run.id).string()),
-                        found == in_slurm.end() ? "" : found->second, retry_failed);
+        cluster::decide(progress[i], found == in_slurm.end() ? "" : found->second, retry_failed);
     if (decision == cluster::Decision::kLaunch) {
       to_launch.push_back(&run);
     } else {
