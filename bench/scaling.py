@@ -670,8 +670,9 @@ def run_plan(binary, sweep, profile, rate):
         if not line.strip():
             break
         words = line.split()
-        # name runs steps GFLOP/step params wall(2 words) core-hours
-        rows[words[0]] = (int(words[1]), int(words[2]), float(words[3]), int(words[4]))
+        # name runs done cap expected GFLOP/step params wall(2 words) core-hours left; the
+        # steps are the expected ones (the cap here: these runs have no stop rule)
+        rows[words[0]] = (int(words[1]), int(words[4]), float(words[5]), int(words[6]))
     header = lines.index(next(x for x in lines if x.strip().startswith("nodes")))
     for line in lines[header + 1:]:
         match = NODES_LINE.match(line)

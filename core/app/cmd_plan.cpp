@@ -1,7 +1,9 @@
 // `attnlab plan SWEEP [--profile P] [--rate GFLOPS] [--out DIR]`: what a sweep would cost on a
 // cluster before it is submitted: per row and in total, the wall time and core-hours of its runs
 // from counted FLOPs and a per-core rate measured here, and how one run scales over nodes under
-// the ring-allreduce model of core/cluster/cost_model.h.
+// the ring-allreduce model of core/cluster/cost_model.h. Runs with a stop rule are counted at the
+// length the sweep's completed runs suggest (core/cluster/run_length.h), and once runs exist, the
+// plan also says what is left.
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,9 +14,11 @@
 #include <map>
 
 #include "core/app/cli.h"
+#include "core/app/cmd_status.h"
 #include "core/cluster/cost_model.h"
 #include "core/cluster/environment.h"
 #include "core/cluster/profile.h"
+#include "core/cluster/run_length.h"
 #include "core/config/config.h"
 #include "core/config/sweep.h"
 #include "core/dist/comm.h"
@@ -28,8 +32,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // Training FLOPs per second per core of a finished run, from its /train series: counted FLOPs
-// per target token x the tokens trained between the first and the last logged step / the wall
-// time between them (so start-up and the final evaluation do not count), divided by the cores.
+// per target token x the tokens trained between logged steps / the wall time between them (so
+// start-up, the final evaluation and, for a resumed run, the time between its launches do not
+// count; cluster::trained_span), divided by the cores.
 std::optional<double> measured_rate(const io::RunContents& run) {
   const auto flops = run.summary_numbers.find("train_flops");
   const auto tokens = run.summary_numbers.find("train_tokens");
@@ -39,11 +44,11 @@ std::optional<double> measured_rate(const io::RunContents& run) {
   }
   const std::vector<double>& seen = run.train.column("tokens");
   const std::vector<double>& wall = run.train.column("wall_time");
-  const double seconds = wall.back() - wall.front();
-  if (seconds <= 0) return std::nullopt;
+  const cluster::TrainedSpan span = cluster::trained_span(wall, seen);
+  if (span.seconds <= 0) return std::nullopt;
   const double cores = static_cast<double>(std::max<int64_t>(run.info.world_size, 1) *
                                            std::max<int64_t>(run.info.threads, 1));
-  return flops->second / tokens->second * (seen.back() - seen.front()) / seconds / cores;
+  return flops->second / tokens->second * span.tokens / span.seconds / cores;
 }
 
 // A short run of `config` on one rank and one thread in a temporary directory: its rate.
@@ -93,8 +98,11 @@ std::string duration(double seconds) {
 struct RowPlan {
   std::string row;
   int64_t runs = 0;
-  double step_flops = 0;  // of one run
-  int64_t steps = 0;      // train.steps: the cap when stop rules may end a run sooner
+  int64_t completed = 0;
+  double step_flops = 0;        // of one run
+  int64_t cap = 0;              // train.steps
+  double expected_steps = 0.0;  // mean over the row's runs (core/cluster/run_length.h)
+  double steps_left = 0.0;      // summed over its runs that are not complete
   int64_t params = 0;
 };
 
@@ -167,9 +175,17 @@ int run_plan(const std::vector<std::string>& args) {
   }
   model.flops_per_core = rate;
 
+  // Every run's progress (nothing yet when the sweep has not run here) and expected length.
+  std::vector<cluster::RunProgress> progress;
+  for (const config::SweepRun& run : sweep.runs) {
+    progress.push_back(read_run_progress((fs::path(runs_dir) / sweep.name / run.id).string()));
+  }
+  const std::vector<cluster::ExpectedLength> lengths = cluster::expected_lengths(sweep, progress);
+
   // Per row: FLOPs of one step at the longest allowed length over two (state it), runs, steps.
   std::vector<RowPlan> rows;
-  for (const config::SweepRun& run : sweep.runs) {
+  for (size_t i = 0; i < sweep.runs.size(); ++i) {
+    const config::SweepRun& run = sweep.runs[i];
     const ExperimentConfig& c = run.config;
     const int64_t length = std::max<int64_t>(
         1,
@@ -182,13 +198,29 @@ int run_plan(const std::vector<std::string>& args) {
     if (found == rows.end()) {
       int64_t params = 0;
       for (const ComponentCount& count : parameter_counts(c.model)) params += count.params;
-      rows.push_back({run.row, 0,
-                      target_tokens * training_flops_per_target_token(c.model, length, length),
-                      c.train.steps, params});
+      RowPlan row;
+      row.row = run.row;
+      row.step_flops = target_tokens * training_flops_per_target_token(c.model, length, length);
+      row.cap = c.train.steps;
+      row.params = params;
+      rows.push_back(row);
       found = rows.end() - 1;
     }
     ++found->runs;
+    found->expected_steps += lengths[i].steps;
+    if (progress[i].status == "completed") {
+      ++found->completed;
+    } else {
+      found->steps_left += std::max(0.0, lengths[i].steps - static_cast<double>(progress[i].step));
+    }
   }
+  int64_t completed = 0;
+  for (RowPlan& row : rows) {
+    row.expected_steps /= static_cast<double>(row.runs);
+    completed += row.completed;
+  }
+  std::vector<size_t> all(sweep.runs.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
 
   std::printf("plan for sweep %s: %zu runs in %zu rows%s\n", sweep.name.c_str(), sweep.runs.size(),
               rows.size(),
@@ -200,28 +232,39 @@ int run_plan(const std::vector<std::string>& args) {
               profile.source.empty() ? " (defaults; set them in a profile)"
                                      : (" (" + profile.source + ")").c_str());
   std::printf(
-      "steps are train.steps (a cap when stop rules end runs sooner); a step's FLOPs are "
-      "counted at half the longest allowed length\n\n");
-  std::printf("%-24s %5s %8s %12s %12s %14s %12s\n", "row", "runs", "steps", "GFLOP/step", "params",
-              "wall/run", "core-hours");
-  double total_core_seconds = 0.0, total_flops = 0.0;
+      "steps: cap is train.steps; expected counts %s\n"
+      "a step's FLOPs are counted at half the longest allowed length\n\n",
+      cluster::describe_lengths(lengths, all).c_str());
+  std::printf("%-24s %5s %5s %8s %9s %11s %10s %11s %11s %11s\n", "row", "runs", "done", "cap",
+              "expected", "GFLOP/step", "params", "wall/run", "core-hours", "left");
+  double total_core_seconds = 0.0, total_flops = 0.0, left_core_seconds = 0.0;
   for (const RowPlan& row : rows) {
     const cluster::StepCost one = cluster::step_cost(model, row.step_flops, 4.0 * row.params, 1);
-    const double wall = one.total() * static_cast<double>(row.steps);
-    const double core_seconds =
-        wall * static_cast<double>(model.cores_per_node) * static_cast<double>(row.runs);
+    const double cores = static_cast<double>(model.cores_per_node);
+    const double wall = one.total() * row.expected_steps;
+    const double core_seconds = wall * cores * static_cast<double>(row.runs);
+    const double left_seconds = one.total() * row.steps_left * cores;
     total_core_seconds += core_seconds;
-    total_flops += row.step_flops * static_cast<double>(row.steps * row.runs);
-    std::printf("%-24s %5ld %8ld %12.3f %12ld %14s %12.3g\n", row.row.c_str(),
-                static_cast<long>(row.runs), static_cast<long>(row.steps), row.step_flops / 1e9,
-                static_cast<long>(row.params), duration(wall).c_str(), core_seconds / 3600);
+    left_core_seconds += left_seconds;
+    total_flops += row.step_flops * row.expected_steps * static_cast<double>(row.runs);
+    std::printf("%-24s %5ld %5ld %8ld %9.0f %11.3f %10ld %11s %11.3g %11.3g\n", row.row.c_str(),
+                static_cast<long>(row.runs), static_cast<long>(row.completed),
+                static_cast<long>(row.cap), row.expected_steps, row.step_flops / 1e9,
+                static_cast<long>(row.params), duration(wall).c_str(), core_seconds / 3600,
+                left_seconds / 3600);
   }
+  const double node_cores = static_cast<double>(model.cores_per_node);
   std::printf(
       "\ntotal: %.3g training FLOPs, %.3g core-hours; %s on one node of %ld cores, runs "
       "one after another\n",
-      total_flops, total_core_seconds / 3600,
-      duration(total_core_seconds / static_cast<double>(model.cores_per_node)).c_str(),
+      total_flops, total_core_seconds / 3600, duration(total_core_seconds / node_cores).c_str(),
       static_cast<long>(model.cores_per_node));
+  if (completed > 0) {
+    std::printf("left: %.3g core-hours (%ld of %zu runs complete); %s on one node of %ld cores\n",
+                left_core_seconds / 3600, static_cast<long>(completed), sweep.runs.size(),
+                duration(left_core_seconds / node_cores).c_str(),
+                static_cast<long>(model.cores_per_node));
+  }
   // Independent runs fill nodes with perfect efficiency; one run over many nodes pays the
   // allreduce, which is what the table shows for the first row.
   const RowPlan& first = rows.front();
@@ -236,7 +279,7 @@ int run_plan(const std::vector<std::string>& args) {
         cluster::step_cost(model, first.step_flops, 4.0 * first.params, nodes);
     std::printf("%6ld %12.4g %12.4g %10.1f%% %14s\n", static_cast<long>(nodes), cost.compute,
                 cost.comm, 100.0 * cost.efficiency,
-                duration(cost.total() * static_cast<double>(first.steps)).c_str());
+                duration(cost.total() * first.expected_steps).c_str());
   }
   return kExitOk;
 }

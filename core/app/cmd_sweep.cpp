@@ -19,6 +19,7 @@
 #include "core/cluster/plan.h"
 #include "core/cluster/profile.h"
 #include "core/cluster/records.h"
+#include "core/cluster/run_length.h"
 #include "core/cluster/sbatch.h"
 #include "core/cluster/slurm.h"
 #include "core/config/config.h"
@@ -98,18 +99,25 @@ void launch_seed_by_seed(const config::Sweep& sweep, std::vector<const config::S
                    });
 }
 
-// A run's cost for the launcher's ETA, relative to the other runs: the training FLOPs of its
-// updates at sequences of the longest allowed length (only the ratios between runs matter).
-double training_work(const ExperimentConfig& c) {
+// The position of `run` in sweep.runs.
+size_t index_in(const config::Sweep& sweep, const config::SweepRun* run) {
+  return static_cast<size_t>(run - sweep.runs.data());
+}
+
+// A run's cost for the launcher's ETA, relative to the other runs: the training FLOPs of the
+// `steps` updates it is expected to make (core/cluster/run_length.h) at sequences of the longest
+// allowed length (only the ratios between runs matter).
+double training_work(const ExperimentConfig& c, double steps) {
   const int64_t length =
       c.data.task == DataTask::kCorpus ? c.data.max_length : c.data.synthetic.max_length + 1;
   const double target_tokens =
-      static_cast<double>(c.train.steps * c.train.accumulate * c.train.batch_tokens) / 2.0;
+      steps * static_cast<double>(c.train.accumulate * c.train.batch_tokens) / 2.0;
   return target_tokens * training_flops_per_target_token(c.model, length, length);
 }
 
 int launch_local(const config::Sweep& sweep, const std::vector<const config::SweepRun*>& runs,
-                 const fs::path& sweep_dir, const po::variables_map& values) {
+                 const std::vector<cluster::ExpectedLength>& lengths, const fs::path& sweep_dir,
+                 const po::variables_map& values) {
   const int64_t cores = cluster::available_cores();
   const bool oversubscribe = values.count("oversubscribe") != 0;
   const std::string binary = cluster::self_executable();
@@ -133,7 +141,9 @@ int launch_local(const config::Sweep& sweep, const std::vector<const config::Swe
                                      sweep.name, cluster_config.ranks, oversubscribe);
     entry.env = cluster::run_environment(cluster_config.threads_per_rank);
     entry.cores = cluster_config.ranks * cluster_config.threads_per_rank;
-    entry.work = training_work(run->config);
+    const cluster::ExpectedLength& length = lengths.at(index_in(sweep, run));
+    entry.steps = length.steps;
+    entry.work = training_work(run->config, length.steps);
     local.push_back(std::move(entry));
   }
   cluster::LocalOptions options;
@@ -145,7 +155,11 @@ int launch_local(const config::Sweep& sweep, const std::vector<const config::Swe
             << (options.max_parallel > 0
                     ? ", at most " + std::to_string(options.max_parallel) + " at once"
                     : std::string())
-            << "; each run's output goes to " << sweep_dir.string() << "/<id>/train.log\n"
+            << "; each run's output goes to " << sweep_dir.string() << "/<id>/train.log\n";
+  std::vector<size_t> indices;
+  indices.reserve(runs.size());
+  for (const config::SweepRun* run : runs) indices.push_back(index_in(sweep, run));
+  std::cout << "the ETA expects " << cluster::describe_lengths(lengths, indices) << "\n"
             << std::flush;
   const cluster::LocalResult result = cluster::run_local(local, options, std::cout);
   if (!result.failed.empty()) {
@@ -307,7 +321,8 @@ int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
     }
     return kExitOk;
   }
-  return launch_local(sweep, to_launch, sweep_dir, values);
+  return launch_local(sweep, to_launch, cluster::expected_lengths(sweep, progress), sweep_dir,
+                      values);
 }
 
 // The final dev perplexity of every completed run of the sweep (adaptive seeds decide on it).

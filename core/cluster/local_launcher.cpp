@@ -84,6 +84,12 @@ std::optional<double> remaining_seconds(const std::vector<RunWork>& runs, double
   return elapsed_seconds * left / done;
 }
 
+std::optional<double> progress_fraction(const RunProgress& progress, double expected_steps) {
+  const double steps = expected_steps > 0 ? expected_steps : static_cast<double>(progress.total);
+  if (!progress.exists || steps <= 0) return std::nullopt;
+  return std::min(1.0, static_cast<double>(progress.step) / steps);
+}
+
 std::vector<std::string> local_train_command(const std::string& binary, const std::string& config,
                                              const std::string& run_dir, const std::string& run_id,
                                              const std::string& sweep_id, int64_t ranks,
@@ -221,9 +227,8 @@ LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& opt
       for (auto& [pid, run] : running) {
         const RunProgress progress = options.progress(runs[run.index].dir);
         RunWork& share = work[run.index];
-        if (progress.exists && progress.total > 0) {
-          share.fraction = std::min(
-              1.0, static_cast<double>(progress.step) / static_cast<double>(progress.total));
+        if (const auto fraction = progress_fraction(progress, runs[run.index].steps)) {
+          share.fraction = *fraction;
         }
         // The first reading is what a resumed run had done before this launch.
         if (!run.probed) share.start_fraction = share.fraction;

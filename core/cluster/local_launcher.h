@@ -31,6 +31,8 @@ struct LocalRun {
   Environment env;                   // added to this process's environment
   int64_t cores = 1;                 // ranks x threads per rank
   double work = 1.0;                 // cost relative to the other runs, for the ETA
+  // The steps it is expected to train (core/cluster/run_length.h), for the ETA; 0: train.steps.
+  double steps = 0.0;
 };
 
 struct LocalOptions {
@@ -59,6 +61,11 @@ struct RunWork {
 // elapsed_seconds since this launch began: elapsed * sum(w * (1 - f)) / sum(w * (f - f0)).
 // Empty before any work is done or when none is left.
 std::optional<double> remaining_seconds(const std::vector<RunWork>& runs, double elapsed_seconds);
+
+// How much of a run is done: its last step over the steps it is expected to train (0: its
+// train.steps); empty while it has no readable log. A run past its expected length counts as done:
+// it is about to stop, and by how much later nothing here can tell.
+std::optional<double> progress_fraction(const RunProgress& progress, double expected_steps);
 
 // Runs every run (in order, starting the next whenever its cores are free) and waits for all.
 LocalResult run_local(const std::vector<LocalRun>& runs, const LocalOptions& options,

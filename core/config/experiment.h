@@ -83,6 +83,9 @@ struct TrainConfig {
   int64_t keep_checkpoints = 5;     // newest checkpoints kept
   // Operands of the float matrix products: fp32 | bf16 (mixed precision; see blas::Precision).
   std::string precision = "fp32";
+
+  // Whether a stop rule may end training before `steps` (which is then only a cap).
+  bool may_stop_sooner() const { return stop.patience > 0 || max_epochs > 0; }
 };
 
 struct EvalConfig {

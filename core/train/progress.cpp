@@ -5,11 +5,13 @@
 
 namespace attnlab {
 
-Progress::Progress(std::FILE* out, bool interactive, int64_t total_steps, int64_t start_step)
+Progress::Progress(std::FILE* out, bool interactive, int64_t total_steps, int64_t start_step,
+                   bool may_stop_sooner)
     : out_(out),
       interactive_(interactive),
       total_(total_steps),
       start_step_(start_step),
+      may_stop_sooner_(may_stop_sooner),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 
@@ -37,9 +39,10 @@ std::string Progress::line(const TrainRow& row) const {
       done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total_ - row.step) : NAN;
   char text[256];
   std::snprintf(text, sizeof(text),
-                "step %ld/%ld  loss %.4f  lr %.2e  %.0f tok/s  elapsed %s  ETA %s",
+                "step %ld/%ld  loss %.4f  lr %.2e  %.0f tok/s  elapsed %s  ETA %s%s",
                 static_cast<long>(row.step), static_cast<long>(total_), row.loss, row.lr,
-                smoothed_tokens_per_sec_, duration(elapsed).c_str(), duration(eta).c_str());
+                smoothed_tokens_per_sec_, duration(elapsed).c_str(), may_stop_sooner_ ? "<=" : "",
+                duration(eta).c_str());
   return text;
 }
 

@@ -15,7 +15,10 @@ namespace attnlab {
 class Progress {
  public:
   // `out` is stderr or stdout; interactive = isatty(out). start_step > 0 when resuming.
-  Progress(std::FILE* out, bool interactive, int64_t total_steps, int64_t start_step);
+  // may_stop_sooner: a stop rule (patience, epochs) may end the run before total_steps, so the
+  // ETA, which runs to total_steps, is shown as a bound ("ETA <=40m").
+  Progress(std::FILE* out, bool interactive, int64_t total_steps, int64_t start_step,
+           bool may_stop_sooner = false);
   void on_step(const TrainRow& row);
   void on_eval(const EvalRow& eval);
   // Ends the in-place line (if any) so the next message starts on a fresh line.
@@ -29,6 +32,7 @@ class Progress {
   std::FILE* out_;
   bool interactive_;
   int64_t total_, start_step_;
+  bool may_stop_sooner_;
   std::chrono::steady_clock::time_point start_, last_draw_;
   bool line_open_ = false;
   double smoothed_tokens_per_sec_ = 0.0;

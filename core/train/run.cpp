@@ -526,7 +526,8 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   if (lead) describe_corpus(trainer.data(), *log, request.quiet);
 
   const bool interactive = isatty(fileno(stderr)) != 0;
-  Progress progress(stderr, interactive, config.train.steps, trainer.step());
+  Progress progress(stderr, interactive, config.train.steps, trainer.step(),
+                    config.train.may_stop_sooner());
   RunReporting reporting{request, start.dir, trainer, log.get(), progress, lead, {}};
   const TrainerCallbacks callbacks = reporting.callbacks();
   if (trainer.step() == 0) reporting.log_attention(0);

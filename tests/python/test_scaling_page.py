@@ -90,3 +90,19 @@ def test_the_predictions_are_attnlab_plans_at_the_measured_rate(scaling):
         for row in group.itertuples():
             expected = row.gflop_step / (row.nodes * row.cores_per_node * row.rate_gflops_core)
             assert row.compute_s == pytest.approx(expected, rel=3e-3), row
+
+
+def test_the_script_reads_attnlab_plans_table_as_plan_prints_it(scaling, attnlab, tmp_path):
+    """bench/scaling.py parses `attnlab plan`'s output: its row and node numbers are the ones the
+    table prints (a changed column layout would shift them)."""
+    sweep = tmp_path / "one-row.yaml"
+    sweep.write_text(f"base: {ROOT / 'experiments' / 'tasks' / 'reverse.yaml'}\n"
+                     "train: {steps: 120}\nname: plan-parse\nsweep:\n  seeds: [1, 2]\n")
+    profile = scaling.write_profile(tmp_path / "profile.yaml", 4, bandwidth=1.0, latency=10.0)
+    plan = scaling.run_plan(attnlab, sweep, profile, 2.0)
+    ((row, (runs, steps, gflop_step, params)),) = plan["rows"].items()
+    assert (row, runs, steps) == ("plan-parse", 2, 120), plan["text"]
+    assert gflop_step > 0 and params > 0
+    # One node computes a step in step FLOPs / (4 cores x 2 GFLOP/s), with no allreduce.
+    compute, comm, efficiency = plan["nodes"][1]
+    assert compute == pytest.approx(gflop_step / 8, rel=5e-3) and comm == 0 and efficiency == 1

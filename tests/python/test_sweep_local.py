@@ -3,6 +3,7 @@ reports it, failures are named and wait for --retry-failed, Ctrl-C checkpoints t
 resumes them, and --dry-run renders a safe Slurm script from hostile names without Slurm."""
 
 import hashlib
+import re
 import shutil
 import signal
 import subprocess
@@ -398,11 +399,59 @@ def test_a_command_line_sweep_expands_exactly_like_its_yaml_form(attnlab, tmp_pa
     assert both.returncode == 2 and "-c FILE" in both.stderr
 
 
+def plan_rows(out, prefix):
+    """{row: its numbers} from `attnlab plan`'s table, for the rows whose name starts `prefix`."""
+    rows = {}
+    for m in re.finditer(rf"^({prefix}\S*)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+\d+"
+                         r"\s+[\d.]+ \w+\s+([\d.e+-]+)\s+([\d.e+-]+)$", out, re.M):
+        rows[m[1]] = {"runs": int(m[2]), "done": int(m[3]), "cap": int(m[4]),
+                      "expected": int(m[5]), "gflop_step": float(m[6]),
+                      "core_hours": float(m[7]), "left": float(m[8])}
+    return rows
+
+
+def test_plan_expects_stop_ruled_runs_to_train_as_long_as_their_completed_ones(attnlab,
+                                                                              tmp_path):
+    """A row whose runs stop by patience is priced at the length its completed runs trained, not
+    at its cap, and once runs exist the plan says what is left: here one run of each row."""
+    rows = ("  rows:\n"
+            "    - {name: early, set: {train.stop.patience: 2, train.stop.min_delta: 100}}\n"
+            "    - {name: full}\n")
+    one_seed = write_sweep(tmp_path, name="lengths", steps=30, seeds="[1]", extra=rows, every=5)
+    runs = tmp_path / "runs"
+    before = run_attnlab(attnlab, "plan", one_seed, "--rate", "2", "--out", runs).stdout
+    assert plan_rows(before, "early")["early"]["expected"] == 30, before
+    assert "left:" not in before
+    run_attnlab(attnlab, "sweep", one_seed, "--out", runs, timeout=300)
+    # Dev loss never gains 100 nats: the first evaluation (step 5) is the best, and the run stops
+    # after two more without a gain, at step 15.
+    (early,) = [d for d in run_dirs(runs / "lengths")
+                if "patience: 2" in (d / "config.yaml").read_text()]
+    with h5py.File(early / "run.h5", "r") as f:
+        assert int(f["train"]["step"][-1]) == 15
+    two_seeds = write_sweep(tmp_path, name="lengths", steps=30, seeds="[1, 2]", extra=rows,
+                            every=5)
+    out = run_attnlab(attnlab, "plan", two_seeds, "--rate", "2", "--out", runs).stdout
+    table = plan_rows(out, "early") | plan_rows(out, "full")
+    assert table["early"]["expected"] == 15 and table["full"]["expected"] == 30, out
+    assert table["early"]["done"] == table["full"]["done"] == 1
+    for row in table.values():
+        # Left: the second seed at the row's expected length, half of the row's core-hours
+        # (both printed with three significant digits).
+        assert row["left"] == pytest.approx(row["core_hours"] / 2, rel=1e-2), out
+    assert "1 run(s) as long as their row's completed runs" not in out
+    assert "2 run(s) as long as their row's completed runs, 2 run(s) to their cap" in out
+    assert "left: " in out and "(2 of 4 runs complete)" in out
+    # The sweep's ETA weighs the second seeds the same way.
+    swept = run_attnlab(attnlab, "sweep", two_seeds, "--out", runs, timeout=300).stdout
+    assert ("the ETA expects 1 run(s) as long as their row's completed runs, 1 run(s) to their "
+            "cap (train.steps)") in swept, swept
+
+
 def test_plan_prices_a_sweep_from_a_given_rate_and_from_its_own_logs(attnlab, tmp_path):
     """`attnlab plan`: with --rate, a row's wall time is steps x step FLOPs / (cores x rate) and
     its core-hours that x cores x runs (numbers from `attnlab params`); once runs have finished,
     the rate comes from their logs."""
-    import re
     sweep = write_sweep(tmp_path, name="priced", steps=20)
     profile = tmp_path / "profile.yaml"
     profile.write_text("cores_per_node: 4\nnetwork_bandwidth: 1\nnetwork_latency_us: 10\n")
@@ -410,13 +459,13 @@ def test_plan_prices_a_sweep_from_a_given_rate_and_from_its_own_logs(attnlab, tm
                       "--out", tmp_path / "runs").stdout
     assert "rate: 2.00 GFLOP/s per core, given with --rate" in out
     assert "4 cores per node, 1 GB/s and 10 us" in out
-    rows = re.findall(r"^(norm-\w+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+.*\s([\d.e+-]+)$", out,
-                      re.M)
+    rows = plan_rows(out, "norm-")
     assert len(rows) == 2, out
-    for _, runs, steps, gflop_step, _, core_hours in rows:
-        wall = int(steps) * float(gflop_step) / (4 * 2)
+    for row in rows.values():
+        assert row["expected"] == row["cap"] == 20  # no stop rule: every run trains to its cap
+        wall = row["cap"] * row["gflop_step"] / (4 * 2)
         # Printed with three significant digits.
-        assert float(core_hours) == pytest.approx(wall * 4 * int(runs) / 3600, rel=5e-3)
+        assert row["core_hours"] == pytest.approx(wall * 4 * row["runs"] / 3600, rel=5e-3)
     run_attnlab(attnlab, "sweep", sweep, "--out", tmp_path / "runs", timeout=300)
     measured = run_attnlab(attnlab, "plan", sweep, "--out", tmp_path / "runs").stdout
     assert "measured from 4 finished run(s) of this sweep" in measured

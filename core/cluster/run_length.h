@@ -1,0 +1,38 @@
+// How many steps a run of a sweep is expected to train, for the sweep's ETA and `attnlab plan`.
+// train.steps is only a cap when a stop rule (train.stop.patience, train.max_epochs) may end a run
+// sooner, and in a sweep trained to a plateau it ends most runs well before the cap, so the cap
+// would overstate what is left several times over. The estimate learns the length from the
+// sweep's completed runs instead:
+//   - a run without a stop rule trains to its cap;
+//   - else it trains as long as the completed runs of its row did (the mean of their last steps);
+//   - else, when its row has none, its cap x the mean fraction of their caps at which the sweep's
+//     completed runs with stop rules ended;
+//   - else (nothing completed yet) its cap.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/cluster/plan.h"
+#include "core/config/sweep.h"
+
+namespace attnlab::cluster {
+
+struct ExpectedLength {
+  enum class Source { kCap, kRow, kSweep };
+  double steps = 0.0;  // expected
+  double cap = 0.0;    // train.steps
+  Source source = Source::kCap;
+};
+
+// One estimate per run of `sweep`, in its order; `progress` holds each run's progress in the same
+// order (completed runs' `step` is where they ended).
+std::vector<ExpectedLength> expected_lengths(const config::Sweep& sweep,
+                                             const std::vector<RunProgress>& progress);
+
+// "lengths for the ETA: 12 run(s) as their row's completed runs, 2 at 0.52 of their cap as the
+// sweep's completed runs, 1 at the cap", over the runs at `indices` (none: "").
+std::string describe_lengths(const std::vector<ExpectedLength>& lengths,
+                             const std::vector<size_t>& indices);
+
+}  // namespace attnlab::cluster
