@@ -1,6 +1,7 @@
 // `attnlab status runs/<sweep>`: one line per run (Slurm state when the sweep was submitted there,
 // the run's own status, step/total, last dev perplexity and accuracy, and for a completed run
-// how much its decoder attends to the source) and a summary.
+// how much its decoder attends to the source), a summary, and the run time left as the sweep's
+// completed runs measured it.
 #include "core/app/cmd_status.h"
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "core/app/cli.h"
 #include "core/cluster/local_launcher.h"
 #include "core/cluster/records.h"
+#include "core/cluster/run_length.h"
 #include "core/cluster/slurm.h"
 #include "core/io/run_log.h"
 #include "core/util/dir_lock.h"
@@ -42,6 +44,10 @@ cluster::RunProgress read_run_file(const fs::path& path) {
     const auto final_ppl = run.summary_numbers.find("final_dev_ppl");
     if (final_ppl != run.summary_numbers.end() && run.status == io::RunStatus::completed) {
       progress.final_dev_ppl = final_ppl->second;
+    }
+    const auto seconds = run.summary_numbers.find("train_seconds");
+    if (seconds != run.summary_numbers.end() && run.status == io::RunStatus::completed) {
+      progress.train_seconds = seconds->second;
     }
     const auto cross = run.summary_numbers.find("dev_cross_attention_entropy");
     if (cross != run.summary_numbers.end() && run.status == io::RunStatus::completed) {
@@ -148,7 +154,7 @@ int run_status(const std::vector<std::string>& args) {
     // One run directory: the same line as in its sweep's table.
     fs::path run = fs::absolute(dir).lexically_normal();
     if (run.filename().empty()) run = run.parent_path();
-    runs.push_back({run.filename().string(), run.filename().string(), ""});
+    runs.push_back({run.filename().string(), run.filename().string(), "", run.filename().string()});
     dir = run.parent_path().string();
   } else {
     runs = cluster::read_manifest_runs(dir);
@@ -176,8 +182,10 @@ int run_status(const std::vector<std::string>& args) {
               slurm ? "  slurm task" : "");
   bool any_source_attention = false;
   std::map<std::string, int> counts;
+  std::vector<std::pair<std::string, cluster::RunProgress>> row_progress;
   for (const cluster::ManifestRun& run : runs) {
     const cluster::RunProgress progress = read_run_progress((fs::path(dir) / run.id).string());
+    row_progress.emplace_back(run.row, progress);
     const std::string state_in_slurm = slurm_state.count(run.id) ? slurm_state[run.id] : "";
     std::string state = progress.status.empty() ? "not started" : progress.status;
     if (state != "completed" && (cluster::slurm_state_active(state_in_slurm) ||
@@ -249,6 +257,16 @@ int run_status(const std::vector<std::string>& args) {
     summary += (summary.empty() ? "" : ", ") + std::to_string(count) + " " + state;
   }
   std::printf("%zu runs: %s\n", runs.size(), summary.c_str());
+  const cluster::TimeLeft left = cluster::time_left(row_progress);
+  if (left.estimated > 0) {
+    std::printf("left: about %s of run time for %ld run(s), as their rows' completed runs took",
+                cluster::format_duration(left.seconds).c_str(), static_cast<long>(left.estimated));
+    if (left.unestimated > 0) {
+      std::printf(", and %ld run(s) in rows with none completed yet",
+                  static_cast<long>(left.unestimated));
+    }
+    std::printf(" (runs side by side share it; attnlab plan prices what is left)\n");
+  }
   if (!submissions.empty() && !slurm) {
     std::printf("(Slurm is not installed here: states come from the runs' own files)\n");
   }

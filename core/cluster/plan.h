@@ -26,6 +26,7 @@ struct RunProgress {
   std::optional<double> dev_accuracy;
   std::string stop_reason;              // steps | patience | epochs | preempted; "" while training
   std::optional<double> final_dev_ppl;  // /summary of a completed run
+  std::optional<double> train_seconds;  // /summary of a completed run: its training time
   // /summary dev_cross_attention_entropy of a completed run: decoder-encoder attention entropy
   // over the dev set relative to uniform (1: the decoder ignores its source).
   std::optional<double> dev_cross_attention;

@@ -34,9 +34,15 @@ std::vector<ManifestRun> read_manifest_runs(const std::string& sweep_dir) {
   if (!list || !list->is_sequence()) throw Error(path + ": not a sweep manifest (no runs: list)");
   std::vector<ManifestRun> runs;
   for (const YamlNode& run : list->items) {
-    runs.push_back(
-        ManifestRun{text(run.find("id")), text(run.find("name")), text(run.find("group"))});
-    CHECK(!runs.back().id.empty()) << path << ": a run without an id";
+    ManifestRun entry{text(run.find("id")), text(run.find("name")), text(run.find("group")), ""};
+    CHECK(!entry.id.empty()) << path << ": a run without an id";
+    const std::string seed_suffix = ".seed" + text(run.find("seed"));
+    const bool has_suffix = entry.name.size() > seed_suffix.size() &&
+                            entry.name.compare(entry.name.size() - seed_suffix.size(),
+                                               seed_suffix.size(), seed_suffix) == 0;
+    entry.row =
+        has_suffix ? entry.name.substr(0, entry.name.size() - seed_suffix.size()) : entry.name;
+    runs.push_back(std::move(entry));
   }
   return runs;
 }

@@ -12,6 +12,7 @@ struct ManifestRun {
   std::string id;
   std::string name;
   std::string group;
+  std::string row;  // the name without its ".seed<n>" (config::SweepRun::row)
 };
 
 // The runs listed in <sweep_dir>/manifest.yaml, in manifest order; an Error if it is missing or

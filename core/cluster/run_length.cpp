@@ -1,5 +1,6 @@
 #include "core/cluster/run_length.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -73,6 +74,36 @@ std::string describe_lengths(const std::vector<ExpectedLength>& lengths,
   add(from_sweep, std::string("at ") + fraction + " of their cap, as the sweep's completed runs");
   add(at_cap, "to their cap (train.steps)");
   return text;
+}
+
+TimeLeft time_left(const std::vector<std::pair<std::string, RunProgress>>& runs) {
+  struct RowTime {
+    double seconds = 0.0, steps = 0.0;
+    int64_t count = 0;
+  };
+  std::map<std::string, RowTime> rows;
+  for (const auto& [row, progress] : runs) {
+    if (progress.status != "completed" || !progress.train_seconds || progress.step <= 0) continue;
+    RowTime& time = rows[row];
+    time.seconds += *progress.train_seconds;
+    time.steps += static_cast<double>(progress.step);
+    ++time.count;
+  }
+  TimeLeft left;
+  for (const auto& [row, progress] : runs) {
+    if (progress.status == "completed") continue;
+    const auto found = rows.find(row);
+    if (found == rows.end()) {
+      ++left.unestimated;
+      continue;
+    }
+    const double count = static_cast<double>(found->second.count);
+    const double done =
+        std::min(1.0, static_cast<double>(progress.step) * count / found->second.steps);
+    left.seconds += found->second.seconds / count * (1.0 - done);
+    ++left.estimated;
+  }
+  return left;
 }
 
 }  // namespace attnlab::cluster

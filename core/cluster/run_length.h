@@ -35,4 +35,16 @@ std::vector<ExpectedLength> expected_lengths(const config::Sweep& sweep,
 std::string describe_lengths(const std::vector<ExpectedLength>& lengths,
                              const std::vector<size_t>& indices);
 
+// Run time left, as the sweep's completed runs measured it (/summary train_seconds, which counts
+// every launch of a resumed run): a run that is not complete takes the mean time of its row's
+// completed runs, less the part of their mean length (in steps) it has already trained. A run
+// whose row has no completed run is only counted.
+struct TimeLeft {
+  double seconds = 0.0;
+  int64_t estimated = 0;    // runs not complete whose time is in `seconds`
+  int64_t unestimated = 0;  // runs not complete in rows without a completed run
+};
+// `runs`: each run's row and progress.
+TimeLeft time_left(const std::vector<std::pair<std::string, RunProgress>>& runs);
+
 }  // namespace attnlab::cluster

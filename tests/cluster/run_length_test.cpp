@@ -69,6 +69,27 @@ TEST(RunLength, ARowWithoutCompletedRunsTakesTheSweepsFractionOfTheCap) {
   EXPECT_EQ(fresh[1].source, ExpectedLength::Source::kCap);
 }
 
+TEST(RunLength, TimeLeftIsTheRowsMeanTimeLessWhatARunHasDone) {
+  auto completed = [](int64_t step, double seconds) {
+    RunProgress progress = completed_at(step);
+    progress.train_seconds = seconds;
+    return progress;
+  };
+  RunProgress halfway;
+  halfway.exists = true;
+  halfway.status = "preempted";
+  halfway.step = 500;
+  const TimeLeft left = time_left({{"a", completed(800, 100.0)},
+                                   {"a", completed(1200, 300.0)},
+                                   {"a", halfway},
+                                   {"a", RunProgress{}},
+                                   {"b", RunProgress{}}});
+  // Row a: 200 s and 1000 steps per run on average; the stopped run did half of it.
+  EXPECT_DOUBLE_EQ(left.seconds, 200.0 * 0.5 + 200.0);
+  EXPECT_EQ(left.estimated, 2);
+  EXPECT_EQ(left.unestimated, 1);
+}
+
 TEST(RunLength, TheLaunchersFractionIsOfTheExpectedLength) {
   RunProgress progress;
   progress.exists = true;

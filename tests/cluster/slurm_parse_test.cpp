@@ -110,12 +110,16 @@ TEST(Records, ManifestRunsAndAMissingManifest) {
   testing::write_text(dir.path() + "/manifest.yaml",
                       "sweep: s\nsource: s.yaml\nsets: []\nruns:\n"
                       "  - id: \"0123456789ab\"\n    name: a.seed1\n    group: A\n    seed: 1\n"
-                      "    overrides: {}\n");
+                      "    overrides: {}\n"
+                      "  - id: \"0123456789ac\"\n    name: b.norm-pre.seed12\n    group: B\n"
+                      "    seed: 12\n    overrides: {}\n");
   const std::vector<ManifestRun> runs = read_manifest_runs(dir.path());
-  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0].id, "0123456789ab");
   EXPECT_EQ(runs[0].name, "a.seed1");
   EXPECT_EQ(runs[0].group, "A");
+  EXPECT_EQ(runs[0].row, "a");  // the name without its seed
+  EXPECT_EQ(runs[1].row, "b.norm-pre");
 }
 
 }  // namespace

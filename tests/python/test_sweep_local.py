@@ -442,6 +442,16 @@ def test_plan_expects_stop_ruled_runs_to_train_as_long_as_their_completed_ones(a
     assert "1 run(s) as long as their row's completed runs" not in out
     assert "2 run(s) as long as their row's completed runs, 2 run(s) to their cap" in out
     assert "left: " in out and "(2 of 4 runs complete)" in out
+    # status: the second seeds take as long as their rows' first seeds did (none has started).
+    run_attnlab(attnlab, "sweep", two_seeds, "--out", runs, "--dry-run")
+    took = 0.0
+    for run_dir in run_dirs(runs / "lengths"):
+        if (run_dir / "run.h5").is_file():
+            with h5py.File(run_dir / "run.h5", "r") as f:
+                took += float(f["summary"].attrs["train_seconds"])
+    status = run_attnlab(attnlab, "status", runs / "lengths").stdout
+    shown = f"{round(took)}s" if took < 59.5 else f"{int(took // 60)}m{round(took % 60):02d}s"
+    assert f"left: about {shown} of run time for 2 run(s)" in status, status
     # The sweep's ETA weighs the second seeds the same way.
     swept = run_attnlab(attnlab, "sweep", two_seeds, "--out", runs, timeout=300).stdout
     assert ("the ETA expects 1 run(s) as long as their row's completed runs, 1 run(s) to their "
