@@ -1,0 +1,65 @@
+"""analysis.rate_halvings on the committed Table 3 runs: the cuts it finds are the trainer's own
+(their count gives /summary lr_factor, and the rate falls from noam's value to half of it across
+the first), the best dev loss is the lowest /eval loss read here with h5py, and a sweep without
+a row of two completed runs is named."""
+
+import shutil
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT))
+
+from analysis.rate_halvings import main, row_runs  # noqa: E402
+from analysis.sweep import load_sweep  # noqa: E402
+
+RUNS = ROOT / "docs" / "results" / "table3-plateau" / "runs"
+
+
+@pytest.fixture(scope="module")
+def rows():
+    sweep = load_sweep(RUNS, with_attention=False)
+    paths = {row.key: [sweep.runs.set_index("run_id").loc[i, "path"]
+                       for i in sweep.completed(row.key)] for row in sweep.rows}
+    return row_runs(sweep), paths
+
+
+def noam(config, step):
+    """train.lr.scale x d_model^-0.5 x min(step^-0.5, step x warmup^-1.5)."""
+    d_model, warmup = config.attrs["model.d_model"], config.attrs["train.lr.warmup"]
+    return (config.attrs["train.lr.scale"] * d_model ** -0.5
+            * min(step ** -0.5, step * warmup ** -1.5))
+
+
+def test_the_cuts_are_the_trainers_own(rows):
+    found, paths = rows
+    assert found, "the committed sweep has rows with two completed runs"
+    for key, runs in found:
+        for (seed, first, count, best_step, best_loss, _), path in zip(runs, paths[key]):
+            with h5py.File(path, "r") as f:
+                shrink = f["config"].attrs["train.lr.shrink"]
+                # Every cut multiplies the schedule by train.lr.shrink: the count gives the
+                # trainer's own factor at the end.
+                assert shrink ** count == pytest.approx(f["summary"].attrs["lr_factor"]), path
+                steps, lr = f["train"]["step"][:], f["train"]["lr"][:]
+                if first is not None:
+                    i = int(np.flatnonzero(steps == first)[0])
+                    # Full rate at the step before the first cut, half of it at the next one.
+                    assert lr[i] == pytest.approx(noam(f["config"], steps[i]), rel=1e-5), path
+                    assert lr[i + 1] == pytest.approx(
+                        shrink * noam(f["config"], steps[i + 1]), rel=1e-5), path
+                losses, at = f["eval"]["loss"][:], f["eval"]["step"][:]
+                assert best_loss == pytest.approx(losses.min())
+                assert best_step == at[np.argmin(losses)]
+
+
+def test_a_sweep_without_two_completed_runs_in_a_row_is_named(tmp_path, capsys):
+    single = tmp_path / "single"
+    (single / "one").mkdir(parents=True)
+    shutil.copy(RUNS / "bfa1f731ef87" / "run.h5", single / "one" / "run.h5")
+    assert main([str(single)]) == 2
+    assert f"{single}: no row has two completed runs yet" in capsys.readouterr().err
