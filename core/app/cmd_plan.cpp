@@ -12,9 +12,11 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "core/app/cli.h"
 #include "core/app/cmd_status.h"
+#include "core/cluster/adaptive_seeds.h"
 #include "core/cluster/cost_model.h"
 #include "core/cluster/environment.h"
 #include "core/cluster/profile.h"
@@ -103,6 +105,7 @@ struct RowPlan {
   int64_t cap = 0;              // train.steps
   double expected_steps = 0.0;  // mean over the row's runs (core/cluster/run_length.h)
   double steps_left = 0.0;      // summed over its runs that are not complete
+  double declared_left = 0.0;   // the same over the runs adaptive seeds have declared so far
   int64_t params = 0;
 };
 
@@ -181,6 +184,18 @@ int run_plan(const std::vector<std::string>& args) {
     progress.push_back(read_run_progress((fs::path(runs_dir) / sweep.name / run.id).string()));
   }
   const std::vector<cluster::ExpectedLength> lengths = cluster::expected_lengths(sweep, progress);
+  // Adaptive seeds: the runs the seed rule has declared so far, from the completed runs' results
+  // (the rest may never run).
+  std::set<const config::SweepRun*> declared;
+  if (sweep.adaptive) {
+    std::map<std::string, double> results;
+    for (size_t i = 0; i < sweep.runs.size(); ++i) {
+      if (progress[i].final_dev_ppl) results[sweep.runs[i].id] = *progress[i].final_dev_ppl;
+    }
+    for (const config::SweepRun* run : cluster::plan_seeds(sweep, results).runs) {
+      declared.insert(run);
+    }
+  }
 
   // Per row: FLOPs of one step at the longest allowed length over two (state it), runs, steps.
   std::vector<RowPlan> rows;
@@ -211,7 +226,9 @@ int run_plan(const std::vector<std::string>& args) {
     if (progress[i].status == "completed") {
       ++found->completed;
     } else {
-      found->steps_left += std::max(0.0, lengths[i].steps - static_cast<double>(progress[i].step));
+      const double left = std::max(0.0, lengths[i].steps - static_cast<double>(progress[i].step));
+      found->steps_left += left;
+      if (declared.count(&run)) found->declared_left += left;
     }
   }
   int64_t completed = 0;
@@ -238,6 +255,7 @@ int run_plan(const std::vector<std::string>& args) {
   std::printf("%-24s %5s %5s %8s %9s %11s %10s %11s %11s %11s\n", "row", "runs", "done", "cap",
               "expected", "GFLOP/step", "params", "wall/run", "core-hours", "left");
   double total_core_seconds = 0.0, total_flops = 0.0, left_core_seconds = 0.0;
+  double declared_core_seconds = 0.0;
   for (const RowPlan& row : rows) {
     const cluster::StepCost one = cluster::step_cost(model, row.step_flops, 4.0 * row.params, 1);
     const double cores = static_cast<double>(model.cores_per_node);
@@ -246,6 +264,7 @@ int run_plan(const std::vector<std::string>& args) {
     const double left_seconds = one.total() * row.steps_left * cores;
     total_core_seconds += core_seconds;
     left_core_seconds += left_seconds;
+    declared_core_seconds += one.total() * row.declared_left * cores;
     total_flops += row.step_flops * row.expected_steps * static_cast<double>(row.runs);
     std::printf("%-24s %5ld %5ld %8ld %9.0f %11.3f %10ld %11s %11.3g %11.3g\n", row.row.c_str(),
                 static_cast<long>(row.runs), static_cast<long>(row.completed),
@@ -264,6 +283,13 @@ int run_plan(const std::vector<std::string>& args) {
                 left_core_seconds / 3600, static_cast<long>(completed), sweep.runs.size(),
                 duration(left_core_seconds / node_cores).c_str(),
                 static_cast<long>(model.cores_per_node));
+    if (sweep.adaptive) {
+      std::printf(
+          "      %.3g core-hours (%s on one node) of it in the %zu runs the seed rule has declared "
+          "so far; the rest runs only for rows it leaves unresolved\n",
+          declared_core_seconds / 3600, duration(declared_core_seconds / node_cores).c_str(),
+          declared.size());
+    }
   }
   // Independent runs fill nodes with perfect efficiency; one run over many nodes pays the
   // allreduce, which is what the table shows for the first row.

@@ -322,6 +322,11 @@ def test_adaptive_seeds_add_seeds_to_unresolved_rows_and_resume_to_the_same_plan
     again = run_attnlab(attnlab, "sweep", path, "--launcher", "local", "--out", tmp_path / "runs")
     assert "launching" not in again.stdout, again.stdout
     assert (sweep_dir / "manifest.yaml").read_text() == manifest_text
+    # plan: what is left is short's third seed, which the rule has not declared.
+    plan = run_attnlab(attnlab, "plan", path, "--rate", "2", "--out", tmp_path / "runs").stdout
+    assert "(8 of 9 runs complete)" in plan, plan
+    assert ("      0 core-hours (0 s on one node) of it in the 8 runs the seed rule has declared "
+            "so far") in plan, plan
 
 
 def test_a_live_trainer_is_never_doubled_and_a_killed_one_shows_as_interrupted(attnlab, tmp_path):
