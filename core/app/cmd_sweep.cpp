@@ -88,17 +88,6 @@ cluster::SlurmProfile find_profile(const po::variables_map& values, const config
   return cluster::load_profile(path);
 }
 
-// Every row's first seed starts before any row's second seed (stable within a seed), so a sweep
-// stopped or still running halfway already has one run of every row for the table.
-void launch_seed_by_seed(const config::Sweep& sweep, std::vector<const config::SweepRun*>& runs) {
-  std::map<uint64_t, size_t> seed_rank;
-  for (const config::SweepRun& run : sweep.runs) seed_rank.emplace(run.seed, seed_rank.size());
-  std::stable_sort(runs.begin(), runs.end(),
-                   [&](const config::SweepRun* a, const config::SweepRun* b) {
-                     return seed_rank.at(a->seed) < seed_rank.at(b->seed);
-                   });
-}
-
 // The position of `run` in sweep.runs.
 size_t index_in(const config::Sweep& sweep, const config::SweepRun* run) {
   return static_cast<size_t>(run - sweep.runs.data());
@@ -113,6 +102,26 @@ double training_work(const ExperimentConfig& c, double steps) {
   const double target_tokens =
       steps * static_cast<double>(c.train.accumulate * c.train.batch_tokens) / 2.0;
   return target_tokens * training_flops_per_target_token(c.model, length, length);
+}
+
+// Every row's first seed starts before any row's second seed, so a sweep stopped or still running
+// halfway already has one run of every row for the table. Within a seed the runs with the most
+// expected work start first (longest processing time first): the seed's last runs are then its
+// short ones, and fewer cores idle while its longest run finishes, which matters most where the
+// next seeds wait for this one's results (adaptive seeds). Ties keep the sweep's order.
+void launch_seed_by_seed(const config::Sweep& sweep, std::vector<const config::SweepRun*>& runs,
+                         const std::vector<cluster::ExpectedLength>& lengths) {
+  std::map<uint64_t, size_t> seed_rank;
+  for (const config::SweepRun& run : sweep.runs) seed_rank.emplace(run.seed, seed_rank.size());
+  auto work = [&](const config::SweepRun* run) {
+    return training_work(run->config, lengths.at(index_in(sweep, run)).steps);
+  };
+  std::stable_sort(runs.begin(), runs.end(),
+                   [&](const config::SweepRun* a, const config::SweepRun* b) {
+                     const size_t rank_a = seed_rank.at(a->seed), rank_b = seed_rank.at(b->seed);
+                     if (rank_a != rank_b) return rank_a < rank_b;
+                     return work(a) > work(b);
+                   });
 }
 
 int launch_local(const config::Sweep& sweep, const std::vector<const config::SweepRun*>& runs,
@@ -304,7 +313,8 @@ int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
     const auto failed = skipped.find(cluster::Decision::kSkipFailed);
     return failed == skipped.end() ? kExitOk : kExitFailure;
   }
-  launch_seed_by_seed(sweep, to_launch);
+  const std::vector<cluster::ExpectedLength> lengths = cluster::expected_lengths(sweep, progress);
+  launch_seed_by_seed(sweep, to_launch, lengths);
   std::cout << (dry_run ? "would launch " : "launching ") << to_launch.size() << " run(s) with the "
             << launcher << " launcher\n";
   if (launcher == "slurm") return launch_slurm(sweep, to_launch, sweep_dir, values, dry_run);
@@ -321,8 +331,7 @@ int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
     }
     return kExitOk;
   }
-  return launch_local(sweep, to_launch, cluster::expected_lengths(sweep, progress), sweep_dir,
-                      values);
+  return launch_local(sweep, to_launch, lengths, sweep_dir, values);
 }
 
 // The final dev perplexity of every completed run of the sweep (adaptive seeds decide on it).

@@ -253,7 +253,8 @@ def test_hostile_profile_values_are_rejected_with_the_key(attnlab, tmp_path):
 
 def test_runs_launch_seed_by_seed(attnlab, tmp_path):
     """Every row's first seed is launched before any second seed, so a half-finished sweep has
-    one run of every row (the manifest keeps rows x grid x seeds order)."""
+    one run of every row (the manifest keeps rows x grid x seeds order); within a seed the
+    longest runs start first."""
     sweep = write_sweep(tmp_path, name="order", seeds="[3, 1]",
                         extra="  grid: {model.norm: [post, pre], model.heads: [2, 4]}\n")
     result = run_attnlab(attnlab, "sweep", sweep, "--dry-run", "--out", tmp_path / "runs")
@@ -266,6 +267,10 @@ def test_runs_launch_seed_by_seed(attnlab, tmp_path):
     assert [seed_of[run_id] for run_id in launched] == ["seed3"] * 4 + ["seed1"] * 4
     grid_of = {run_id: name.rsplit(".", 1)[0] for run_id, name in listed}
     assert [grid_of[run_id] for run_id in launched[:4]] == [grid_of[i] for i in launched[4:]]
+    # Within a seed the runs with more work start first: 4 heads of d_k 8 project to twice the
+    # width of 2 heads; equal work keeps the sweep's order.
+    assert [grid_of[run_id] for run_id in launched[:4]] == [
+        "norm-post.heads-4", "norm-pre.heads-4", "norm-post.heads-2", "norm-pre.heads-2"]
 
 
 def welch_interval(a, b, confidence=0.95):
