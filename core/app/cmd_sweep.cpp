@@ -104,24 +104,24 @@ double training_work(const ExperimentConfig& c, double steps) {
   return target_tokens * training_flops_per_target_token(c.model, length, length);
 }
 
-// Every row's first seed starts before any row's second seed, so a sweep stopped or still running
-// halfway already has one run of every row for the table. Within a seed the runs with the most
-// expected work start first (longest processing time first): the seed's last runs are then its
-// short ones, and fewer cores idle while its longest run finishes, which matters most where the
-// next seeds wait for this one's results (adaptive seeds). Ties keep the sweep's order.
+// The launch order of core/cluster/run_length.h's launch_order: seed by seed, runs stopped
+// part-way first, then the most expected work first.
 void launch_seed_by_seed(const config::Sweep& sweep, std::vector<const config::SweepRun*>& runs,
+                         const std::vector<cluster::RunProgress>& progress,
                          const std::vector<cluster::ExpectedLength>& lengths) {
   std::map<uint64_t, size_t> seed_rank;
   for (const config::SweepRun& run : sweep.runs) seed_rank.emplace(run.seed, seed_rank.size());
-  auto work = [&](const config::SweepRun* run) {
-    return training_work(run->config, lengths.at(index_in(sweep, run)).steps);
-  };
-  std::stable_sort(runs.begin(), runs.end(),
-                   [&](const config::SweepRun* a, const config::SweepRun* b) {
-                     const size_t rank_a = seed_rank.at(a->seed), rank_b = seed_rank.at(b->seed);
-                     if (rank_a != rank_b) return rank_a < rank_b;
-                     return work(a) > work(b);
-                   });
+  std::vector<cluster::LaunchCandidate> candidates;
+  candidates.reserve(runs.size());
+  for (const config::SweepRun* run : runs) {
+    const size_t index = index_in(sweep, run);
+    candidates.push_back({seed_rank.at(run->seed), progress.at(index).step > 0,
+                          training_work(run->config, lengths.at(index).steps)});
+  }
+  std::vector<const config::SweepRun*> ordered;
+  ordered.reserve(runs.size());
+  for (const size_t i : cluster::launch_order(candidates)) ordered.push_back(runs[i]);
+  runs = std::move(ordered);
 }
 
 int launch_local(const config::Sweep& sweep, const std::vector<const config::SweepRun*>& runs,
@@ -314,7 +314,7 @@ int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
     return failed == skipped.end() ? kExitOk : kExitFailure;
   }
   const std::vector<cluster::ExpectedLength> lengths = cluster::expected_lengths(sweep, progress);
-  launch_seed_by_seed(sweep, to_launch, lengths);
+  launch_seed_by_seed(sweep, to_launch, progress, lengths);
   std::cout << (dry_run ? "would launch " : "launching ") << to_launch.size() << " run(s) with the "
             << launcher << " launcher\n";
   if (launcher == "slurm") return launch_slurm(sweep, to_launch, sweep_dir, values, dry_run);

@@ -76,6 +76,19 @@ std::string describe_lengths(const std::vector<ExpectedLength>& lengths,
   return text;
 }
 
+std::vector<size_t> launch_order(const std::vector<LaunchCandidate>& candidates) {
+  std::vector<size_t> order(candidates.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const LaunchCandidate& x = candidates[a];
+    const LaunchCandidate& y = candidates[b];
+    if (x.seed_rank != y.seed_rank) return x.seed_rank < y.seed_rank;
+    if (x.started != y.started) return x.started;
+    return x.work > y.work;
+  });
+  return order;
+}
+
 TimeLeft time_left(const std::vector<std::pair<std::string, RunProgress>>& runs) {
   struct RowTime {
     double seconds = 0.0, steps = 0.0;

@@ -1,4 +1,6 @@
-// How many steps a run of a sweep is expected to train, for the sweep's ETA and `attnlab plan`.
+// What is left of a sweep: how long its runs are expected to train (for the launcher's ETA and
+// `attnlab plan`), the run time left (`attnlab status`), and the order to launch runs in.
+//
 // train.steps is only a cap when a stop rule (train.stop.patience, train.max_epochs) may end a run
 // sooner, and in a sweep trained to a plateau it ends most runs well before the cap, so the cap
 // would overstate what is left several times over. The estimate learns the length from the
@@ -34,6 +36,21 @@ std::vector<ExpectedLength> expected_lengths(const config::Sweep& sweep,
 // sweep's completed runs, 1 at the cap", over the runs at `indices` (none: "").
 std::string describe_lengths(const std::vector<ExpectedLength>& lengths,
                              const std::vector<size_t>& indices);
+
+// The order to launch runs in. Seed by seed (every row's first seed before any row's second), so
+// a sweep stopped or still running halfway already has one run of every row for the table. Within
+// a seed, runs stopped part-way resume first (their results come soonest, and their checkpoints
+// stop travelling between machines), then the runs with the most expected work start first
+// (longest processing time first): a seed's last runs are its short ones, so fewer cores idle
+// while its longest run finishes, which matters most where the next seeds wait for this one's
+// results (adaptive seeds). Ties keep the given order.
+struct LaunchCandidate {
+  size_t seed_rank = 0;  // the seed's position among the sweep's seeds
+  bool started = false;  // stopped part-way: it resumes
+  double work = 0.0;     // expected training work (any unit shared by all candidates)
+};
+// Indices into `candidates`, in launch order.
+std::vector<size_t> launch_order(const std::vector<LaunchCandidate>& candidates);
 
 // Run time left, as the sweep's completed runs measured it (/summary train_seconds, which counts
 // every launch of a resumed run): a run that is not complete takes the mean time of its row's

@@ -90,6 +90,17 @@ TEST(RunLength, TimeLeftIsTheRowsMeanTimeLessWhatARunHasDone) {
   EXPECT_EQ(left.unestimated, 1);
 }
 
+TEST(RunLength, LaunchOrderIsSeedBySeedResumedFirstThenLongestFirst) {
+  // seed rank, started, work
+  const std::vector<LaunchCandidate> candidates = {
+      {1, false, 5.0}, {0, false, 1.0}, {0, false, 3.0}, {0, true, 0.5},
+      {1, true, 1.0},  {0, false, 3.0}, {1, false, 9.0}};
+  // Seed 0: the stopped run (3), then work 3 (2 before 5: ties keep the order), then 1 (1);
+  // seed 1: the stopped run (4), then work 9 (6), then 5 (0).
+  EXPECT_EQ(launch_order(candidates), (std::vector<size_t>{3, 2, 5, 1, 4, 6, 0}));
+  EXPECT_TRUE(launch_order({}).empty());
+}
+
 TEST(RunLength, TheLaunchersFractionIsOfTheExpectedLength) {
   RunProgress progress;
   progress.exists = true;
