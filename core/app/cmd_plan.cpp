@@ -2,8 +2,8 @@
 // cluster before it is submitted: per row and in total, the wall time and core-hours of its runs
 // from counted FLOPs and a per-core rate measured here, and how one run scales over nodes under
 // the ring-allreduce model of core/cluster/cost_model.h. Runs with a stop rule are counted at the
-// length the sweep's completed runs suggest (core/cluster/run_length.h), and once runs exist, the
-// plan also says what is left.
+// length the sweep's completed runs suggest (core/cluster/run_length.h), and the plan also says
+// what is left of the sweep.
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 
 #include "core/app/cli.h"
 #include "core/app/cmd_status.h"
+#include "core/app/step_flops.h"
 #include "core/cluster/adaptive_seeds.h"
 #include "core/cluster/cost_model.h"
 #include "core/cluster/environment.h"
@@ -197,17 +198,12 @@ int run_plan(const std::vector<std::string>& args) {
     }
   }
 
-  // Per row: FLOPs of one step at the longest allowed length over two (state it), runs, steps.
+  // Per row: FLOPs of one step (counted_step_flops: at half the longest allowed length, which the
+  // output states), runs, steps.
   std::vector<RowPlan> rows;
   for (size_t i = 0; i < sweep.runs.size(); ++i) {
     const config::SweepRun& run = sweep.runs[i];
     const ExperimentConfig& c = run.config;
-    const int64_t length = std::max<int64_t>(
-        1,
-        (c.data.task == DataTask::kCorpus ? c.data.max_length : c.data.synthetic.max_length + 1) /
-            2);
-    const double target_tokens =
-        static_cast<double>(c.train.batch_tokens * c.train.accumulate) / 2.0;
     auto found =
         std::find_if(rows.begin(), rows.end(), [&](const RowPlan& r) { return r.row == run.row; });
     if (found == rows.end()) {
@@ -215,7 +211,7 @@ int run_plan(const std::vector<std::string>& args) {
       for (const ComponentCount& count : parameter_counts(c.model)) params += count.params;
       RowPlan row;
       row.row = run.row;
-      row.step_flops = target_tokens * training_flops_per_target_token(c.model, length, length);
+      row.step_flops = counted_step_flops(c);
       row.cap = c.train.steps;
       row.params = params;
       rows.push_back(row);

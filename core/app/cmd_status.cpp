@@ -54,6 +54,11 @@ cluster::RunProgress read_run_file(const fs::path& path) {
       progress.dev_cross_attention = cross->second;
     }
     if (run.train.rows > 0) progress.step = static_cast<int64_t>(run.train.column("step").back());
+    // /train logs every log.every steps; a finished run says where it ended.
+    const auto steps = run.summary_numbers.find("steps");
+    if (steps != run.summary_numbers.end() && run.status == io::RunStatus::completed) {
+      progress.step = static_cast<int64_t>(steps->second);
+    }
     if (run.eval.rows > 0) {
       for (size_t c = 0; c < run.eval.columns.size(); ++c) {
         if (run.eval.columns[c] == "ppl") progress.dev_ppl = run.eval.values[c].back();

@@ -13,6 +13,7 @@
 
 #include "core/app/cli.h"
 #include "core/app/cmd_status.h"
+#include "core/app/step_flops.h"
 #include "core/cluster/adaptive_seeds.h"
 #include "core/cluster/environment.h"
 #include "core/cluster/local_launcher.h"
@@ -24,7 +25,6 @@
 #include "core/cluster/slurm.h"
 #include "core/config/config.h"
 #include "core/config/sweep.h"
-#include "core/model/param_count.h"
 #include "core/train/run.h"
 #include "core/util/clock.h"
 #include "core/util/files.h"
@@ -93,15 +93,10 @@ size_t index_in(const config::Sweep& sweep, const config::SweepRun* run) {
   return static_cast<size_t>(run - sweep.runs.data());
 }
 
-// A run's cost for the launcher's ETA, relative to the other runs: the training FLOPs of the
-// `steps` updates it is expected to make (core/cluster/run_length.h) at sequences of the longest
-// allowed length (only the ratios between runs matter).
+// A run's cost for the launcher's ETA and launch order: the training FLOPs of the `steps` updates
+// it is expected to make (core/cluster/run_length.h).
 double training_work(const ExperimentConfig& c, double steps) {
-  const int64_t length =
-      c.data.task == DataTask::kCorpus ? c.data.max_length : c.data.synthetic.max_length + 1;
-  const double target_tokens =
-      steps * static_cast<double>(c.train.accumulate * c.train.batch_tokens) / 2.0;
-  return target_tokens * training_flops_per_target_token(c.model, length, length);
+  return steps * counted_step_flops(c);
 }
 
 // The launch order of core/cluster/run_length.h's launch_order: seed by seed, runs stopped

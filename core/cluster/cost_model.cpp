@@ -24,7 +24,7 @@ StepCost step_cost(const CostModel& model, double step_flops, double gradient_by
 TrainedSpan trained_span(const std::vector<double>& wall_time, const std::vector<double>& tokens) {
   TrainedSpan span;
   for (size_t i = 1; i < wall_time.size() && i < tokens.size(); ++i) {
-    if (wall_time[i] < wall_time[i - 1] || tokens[i] < tokens[i - 1]) continue;  // a new launch
+    if (wall_time[i] < wall_time[i - 1]) continue;  // a new launch's clock
     span.seconds += wall_time[i] - wall_time[i - 1];
     span.tokens += tokens[i] - tokens[i - 1];
   }

@@ -31,9 +31,9 @@ struct StepCost {
 StepCost step_cost(const CostModel& model, double step_flops, double gradient_bytes, int64_t nodes);
 
 // The training a run's /train series measured: seconds and tokens between consecutive logged
-// steps. wall_time restarts at every launch (and tokens never fall), so a resumed run's series is
-// cut where either falls back and its pieces are summed; the time between launches, start-up and
-// evaluations before the first logged step of a launch do not count.
+// steps. wall_time counts from each launch's start, so a resumed run's series is cut where it
+// falls back, and its pieces are summed: the time between launches, and a launch's start-up
+// before its first logged step, do not count.
 struct TrainedSpan {
   double seconds = 0.0;
   double tokens = 0.0;

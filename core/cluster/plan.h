@@ -20,7 +20,7 @@ struct RunProgress {
   bool alive = false;   // a live process holds the run directory's lock (core/util/dir_lock.h)
   int exit_code = 0;    // the launcher's record of the last launch's exit code (0 when none)
   std::string problem;  // why run.h5 could not be read (status "damaged" once no one writes it)
-  int64_t step = 0;     // the last /train step
+  int64_t step = 0;     // the last /train step; a completed run's /summary steps
   int64_t total = 0;    // train.steps
   std::optional<double> dev_ppl;
   std::optional<double> dev_accuracy;

@@ -10,6 +10,8 @@
 //   - else, when its row has none, its cap x the mean fraction of their caps at which the sweep's
 //     completed runs with stop rules ended;
 //   - else (nothing completed yet) its cap.
+// A run that has trained past its expected length is expected to stop at once: how much longer it
+// goes, nothing here can tell.
 #pragma once
 
 #include <string>
@@ -32,8 +34,8 @@ struct ExpectedLength {
 std::vector<ExpectedLength> expected_lengths(const config::Sweep& sweep,
                                              const std::vector<RunProgress>& progress);
 
-// "lengths for the ETA: 12 run(s) as their row's completed runs, 2 at 0.52 of their cap as the
-// sweep's completed runs, 1 at the cap", over the runs at `indices` (none: "").
+// "12 run(s) as long as their row's completed runs, 2 run(s) at 0.52 of their cap, as the sweep's
+// completed runs, 1 run(s) to their cap (train.steps)" over the runs at `indices` (none: "").
 std::string describe_lengths(const std::vector<ExpectedLength>& lengths,
                              const std::vector<size_t>& indices);
 

@@ -41,8 +41,8 @@ std::string Progress::line(const TrainRow& row) const {
   std::snprintf(text, sizeof(text),
                 "step %ld/%ld  loss %.4f  lr %.2e  %.0f tok/s  elapsed %s  ETA %s%s",
                 static_cast<long>(row.step), static_cast<long>(total_), row.loss, row.lr,
-                smoothed_tokens_per_sec_, duration(elapsed).c_str(), may_stop_sooner_ ? "<=" : "",
-                duration(eta).c_str());
+                smoothed_tokens_per_sec_, duration(elapsed).c_str(),
+                may_stop_sooner_ && std::isfinite(eta) ? "<=" : "", duration(eta).c_str());
   return text;
 }
 

@@ -424,8 +424,10 @@ def test_plan_expects_stop_ruled_runs_to_train_as_long_as_their_completed_ones(a
                                                                               tmp_path):
     """A row whose runs stop by patience is priced at the length its completed runs trained, not
     at its cap, and once runs exist the plan says what is left: here one run of each row."""
+    # early logs /train every 4 steps: its last row (12) is not where it stopped (15).
     rows = ("  rows:\n"
-            "    - {name: early, set: {train.stop.patience: 2, train.stop.min_delta: 100}}\n"
+            "    - {name: early, set: {train.stop.patience: 2, train.stop.min_delta: 100,\n"
+            "                          log.every: 4}}\n"
             "    - {name: full}\n")
     one_seed = write_sweep(tmp_path, name="lengths", steps=30, seeds="[1]", extra=rows, every=5)
     runs = tmp_path / "runs"
@@ -438,7 +440,7 @@ def test_plan_expects_stop_ruled_runs_to_train_as_long_as_their_completed_ones(a
     (early,) = [d for d in run_dirs(runs / "lengths")
                 if "patience: 2" in (d / "config.yaml").read_text()]
     with h5py.File(early / "run.h5", "r") as f:
-        assert int(f["train"]["step"][-1]) == 15
+        assert int(f["summary"].attrs["steps"]) == 15 and int(f["train"]["step"][-1]) == 12
     two_seeds = write_sweep(tmp_path, name="lengths", steps=30, seeds="[1, 2]", extra=rows,
                             every=5)
     out = run_attnlab(attnlab, "plan", two_seeds, "--rate", "2", "--out", runs).stdout

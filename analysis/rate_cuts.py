@@ -1,19 +1,22 @@
-"""Where a row's seeds part: when reduce-on-plateau (train.lr.shrink) first cut each run's
-learning rate, and the best dev loss each run reached.
+"""When reduce on plateau (train.lr.shrink) cut a run's learning rate, and where a row's seeds part.
 
-Under a recipe that halves the rate after a stall of a few evaluations, a stall caused by
-evaluation noise while the model is still improving cuts the rate early, and a run whose rate
-was cut early may end on a higher plateau than its row's other seeds. This prints, for every
-row with two or more completed runs, each run's first cut (read off /train's learning rate: the
-first logged step where it falls below SHRUNK of the previous logged step's, which noam's own
-decay never does between two logged steps), the step and value of its best dev loss, and its
-final dev perplexity; then, per row, the gap in best dev loss between the seed cut first and the
-seed cut last, and how often that gap is positive.
+A cut shows in /train's logged rate as a fall of the ratio between the logged rate and the rate
+the schedule gives at that step (core/optim/lr_schedule.cpp; the ratio is the trainer's
+lr_factor): each cut multiplies it by train.lr.shrink, and nothing else moves it. A cut acts on
+the steps after a dev evaluation, so it is dated by the last evaluation before the first logged
+step at the lower rate.
 
-    python3 -m analysis.rate_halvings docs/results/table3-plateau/runs
+As a command, for every row of a sweep with two or more completed runs: each run's first cut, its
+number of cuts, and the step and value of its best dev loss; then, per row, the gap in best dev
+loss between the seed whose rate was cut first and the seed cut last. Under a recipe that cuts the
+rate after a stall of a few evaluations, a stall that evaluation noise brings on while the model
+still improves cuts the rate early, and this shows whether such a seed ended on a higher plateau.
+
+    python3 -m analysis.rate_cuts docs/results/table3-plateau/runs
 """
 
 import argparse
+import math
 import sys
 
 import numpy as np
@@ -21,21 +24,47 @@ import numpy as np
 from analysis.errors import AnalysisError
 from analysis.sweep import load_sweep
 
-# A logged learning rate below this fraction of the previous logged one is a cut (the smallest
-# cut, train.lr.shrink, is a factor the config gives; noam moves by far less than this between
-# two logged steps).
-SHRUNK = 0.75
+
+def scheduled_rate(config, steps):
+    """The rate train.lr's schedule gives at `steps` before any cut (core/optim/lr_schedule.cpp):
+    noam scale x d_model^-0.5 x min(s^-0.5, s x w^-1.5); constant peak; inverse_sqrt
+    peak x min(s / w, sqrt(w / s)), or peak / sqrt(s) without warmup."""
+    s = np.maximum(np.asarray(steps, dtype=float), 1.0)
+    warmup = float(config.get("train.lr.warmup", 4000))
+    w = max(warmup, 1.0)
+    schedule = config.get("train.lr.schedule", "noam")
+    if schedule == "noam":
+        return (float(config.get("train.lr.scale", 1.0)) / math.sqrt(config["model.d_model"])
+                * np.minimum(s ** -0.5, s * w ** -1.5))
+    peak = float(config.get("train.lr.peak", 1e-3))
+    if schedule == "constant":
+        return np.full_like(s, peak)
+    if schedule == "inverse_sqrt":
+        return peak / np.sqrt(s) if warmup <= 0 else peak * np.minimum(s / w, np.sqrt(w / s))
+    raise AnalysisError(f"train.lr.schedule {schedule!r}: not a schedule this analysis knows")
 
 
-def cuts(data):
-    """The logged /train steps after which the learning rate was cut (the last logged step at
-    the rate before each cut), in order."""
+def rate_cuts(data):
+    """The dev-evaluation steps after which the run's learning rate was cut, in order: where the
+    logged rate over the scheduled one falls below sqrt(train.lr.shrink) of its previous logged
+    value (halfway, on a log scale, between no cut and one)."""
     train = data.train
-    if "lr" not in train or len(train) < 2:
+    if "lr" not in train:
         raise AnalysisError(f"{data.path}: no learning-rate column in /train")
-    lr = train["lr"].to_numpy(dtype=float)
+    if len(train) < 2:
+        return []
+    shrink = float(data.config.get("train.lr.shrink", 0.5))
+    if not 0 < shrink < 1:
+        return []  # no cut can show
     steps = train["step"].to_numpy()
-    return [int(steps[i]) for i in np.flatnonzero(lr[1:] < SHRUNK * lr[:-1])]
+    factor = train["lr"].to_numpy(dtype=float) / scheduled_rate(data.config, steps)
+    eval_steps = data.eval["step"].to_numpy() if "step" in data.eval else np.array([])
+    cuts = []
+    for i in np.flatnonzero(factor[1:] < math.sqrt(shrink) * factor[:-1]):
+        before = eval_steps[eval_steps < steps[i + 1]]
+        if len(before):
+            cuts.append(int(before[-1]))
+    return cuts
 
 
 def best_dev(data):
@@ -59,7 +88,7 @@ def row_runs(sweep):
         for run_id in completed:
             data = sweep.data[run_id]
             record = sweep.runs[sweep.runs["run_id"] == run_id].iloc[0]
-            steps = cuts(data)
+            steps = rate_cuts(data)
             runs.append((int(record["seed"]), steps[0] if steps else None, len(steps),
                          *best_dev(data), float(record["dev_ppl"])))
         out.append((row.key, runs))
@@ -108,7 +137,7 @@ def main(argv=None):
             raise AnalysisError(f"{args.sweep}: no row has two completed runs yet")
         print("\n".join(table(rows)))
     except AnalysisError as error:
-        print(f"analysis.rate_halvings: {error}", file=sys.stderr)
+        print(f"analysis.rate_cuts: {error}", file=sys.stderr)
         return 2
     return 0
 

@@ -1,7 +1,8 @@
-"""analysis.rate_halvings on the committed Table 3 runs: the cuts it finds are the trainer's own
-(their count gives /summary lr_factor, and the rate falls from noam's value to half of it across
-the first), the best dev loss is the lowest /eval loss read here with h5py, and a sweep without
-a row of two completed runs is named."""
+"""analysis.rate_cuts on the committed Table 3 runs: the cuts it finds are the trainer's own
+(their count gives /summary lr_factor, and across the first the logged rate falls from noam's
+value, computed here, to half of it), the best dev loss is the lowest /eval loss read here with
+h5py, sparse logging does not pass for a cut, and a sweep without a row of two completed runs is
+named."""
 
 import shutil
 import sys
@@ -14,7 +15,8 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT))
 
-from analysis.rate_halvings import main, row_runs  # noqa: E402
+from analysis.rate_cuts import main, rate_cuts, row_runs  # noqa: E402
+from analysis.runfile import read_run  # noqa: E402
 from analysis.sweep import load_sweep  # noqa: E402
 
 RUNS = ROOT / "docs" / "results" / "table3-plateau" / "runs"
@@ -47,14 +49,29 @@ def test_the_cuts_are_the_trainers_own(rows):
                 assert shrink ** count == pytest.approx(f["summary"].attrs["lr_factor"]), path
                 steps, lr = f["train"]["step"][:], f["train"]["lr"][:]
                 if first is not None:
-                    i = int(np.flatnonzero(steps == first)[0])
-                    # Full rate at the step before the first cut, half of it at the next one.
+                    # The first cut acts after the evaluation at `first`: the logged rate is
+                    # noam's up to that step and half of it from the next logged step on.
+                    i = int(np.flatnonzero(steps <= first)[-1])
                     assert lr[i] == pytest.approx(noam(f["config"], steps[i]), rel=1e-5), path
                     assert lr[i + 1] == pytest.approx(
                         shrink * noam(f["config"], steps[i + 1]), rel=1e-5), path
                 losses, at = f["eval"]["loss"][:], f["eval"]["step"][:]
                 assert best_loss == pytest.approx(losses.min())
                 assert best_step == at[np.argmin(losses)]
+
+
+def test_sparse_logging_is_not_a_cut():
+    """/train rows logged every 2,000 steps, before base seed 1's first cut (after step 8,000):
+    noam alone falls to 1/sqrt(2) of its rate from step 2,000 to 4,000, more than a step-to-step
+    threshold on the raw rate would allow, and no cut is found."""
+    data = read_run(str(RUNS / "bfa1f731ef87" / "run.h5"), with_attention=False)
+    assert rate_cuts(data)[0] == 8000
+    train = data.train
+    data.train = train[(train["step"] % 2000 == 0) & (train["step"] <= 8000)].reset_index(
+        drop=True)
+    lr = data.train["lr"].to_numpy()
+    assert (lr[1:] / lr[:-1]).min() < 0.75  # what the raw rate alone would take for a cut
+    assert rate_cuts(data) == []
 
 
 def test_a_sweep_without_two_completed_runs_in_a_row_is_named(tmp_path, capsys):
