@@ -13,7 +13,7 @@ import time
 import h5py
 import pytest
 
-from conftest import ROOT, run_attnlab
+from conftest import ROOT, attnlab_env, run_attnlab
 
 # Whole sweeps and recomputed reports: outside `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -208,6 +208,38 @@ def test_ctrl_c_checkpoints_the_runs_and_a_rerun_resumes_them(attnlab, tmp_path)
     with h5py.File(run_dir / "run.h5", "r") as f:
         assert f.attrs["status"] == "completed"
         assert list(f["train"]["step"][...]) == list(range(1, 401))
+
+
+def test_a_run_stopped_part_way_resumes_before_a_longer_new_run(attnlab, tmp_path):
+    """Within a seed the run with more work launches first, except that a run stopped part-way
+    resumes before any new one."""
+    rows = "  rows:\n    - {name: narrow}\n    - {name: wide, set: {model.d_ff: 256}}\n"
+    sweep = write_sweep(tmp_path, name="resumes", steps=400, seeds="[1]", extra=rows, every=10)
+    runs = tmp_path / "runs"
+
+    def launch_order():
+        out = run_attnlab(attnlab, "sweep", sweep, "--out", runs, "--dry-run").stdout
+        names = {line.split()[0]: line.split()[1] for line in out.splitlines()
+                 if len(line.split()) >= 2 and line.split()[1].endswith(".seed1")}
+        return [names[line.split("--run-id", 1)[1].split()[0]] for line in out.splitlines()
+                if "--run-id" in line], {name: run_id for run_id, name in names.items()}
+
+    order, ids = launch_order()
+    assert order == ["wide.seed1", "narrow.seed1"]  # d_ff 256 is the more work
+    narrow = runs / "resumes" / ids["narrow.seed1"]
+    process = subprocess.Popen(
+        [str(attnlab), "train", "-c", str(narrow / "config.yaml"), "--out", str(narrow),
+         "--run-id", ids["narrow.seed1"], "--sweep-id", "resumes"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=attnlab_env())
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (
+            (narrow / "ckpt").is_dir() and any((narrow / "ckpt").iterdir())):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 3, out + err
+    order, _ = launch_order()
+    assert order == ["narrow.seed1", "wide.seed1"]
 
 
 HOSTILE_ROWS = """\
