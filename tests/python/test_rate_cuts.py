@@ -1,8 +1,9 @@
 """analysis.rate_cuts on the committed Table 3 runs: the cuts it finds are the trainer's own
 (their count gives /summary lr_factor, and across the first the logged rate falls from noam's
 value, computed here, to half of it), the best dev loss is the lowest /eval loss read here with
-h5py, sparse logging does not pass for a cut, and a sweep without a row of two completed runs is
-named."""
+h5py, sparse logging does not pass for a cut, a sweep without a row of two completed runs is
+named, and the table in docs/results/table3-plateau-notes.md is what the tool prints from the
+committed runs."""
 
 import shutil
 import sys
@@ -20,6 +21,7 @@ from analysis.runfile import read_run  # noqa: E402
 from analysis.sweep import load_sweep  # noqa: E402
 
 RUNS = ROOT / "docs" / "results" / "table3-plateau" / "runs"
+NOTES = ROOT / "docs" / "results" / "table3-plateau-notes.md"
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +82,16 @@ def test_a_sweep_without_two_completed_runs_in_a_row_is_named(tmp_path, capsys):
     shutil.copy(RUNS / "bfa1f731ef87" / "run.h5", single / "one" / "run.h5")
     assert main([str(single)]) == 2
     assert f"{single}: no row has two completed runs yet" in capsys.readouterr().err
+
+
+def test_the_notes_table_is_what_the_committed_runs_give(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the notes name the runs from the repository's root
+    notes = NOTES.read_text(encoding="utf-8")
+    commands = [line.split("-m analysis.rate_cuts ", 1)[1].split()
+                for line in notes.splitlines() if "-m analysis.rate_cuts " in line]
+    assert commands, "the notes show the command of their rate-cut table"
+    body = "\n".join(line.strip() for line in notes.splitlines())
+    for arguments in commands:
+        assert main(arguments) == 0
+        table = capsys.readouterr().out.strip()
+        assert table in body, f"the notes no longer show what {arguments} gives:\n{table}"
