@@ -138,52 +138,51 @@ int run_plan(const std::vector<std::string>& args) {
   model.bandwidth = profile.network_bandwidth * 1e9;
   model.latency = profile.network_latency_us * 1e-6;
 
-  // The per-core rate: given, or from this sweep's logs, or from a calibration run.
+  // Every run's progress (nothing yet when the sweep has not run here) and the training rate its
+  // finished runs measured, from one read of each run file.
   const std::string runs_dir =
       values.count("out") ? values["out"].as<std::string>() : sweep.runs.front().config.log.dir;
+  std::vector<cluster::RunProgress> progress(sweep.runs.size());
+  double measured_sum = 0.0;
+  int64_t measured_count = 0;
+  for (size_t i = 0; i < sweep.runs.size(); ++i) {
+    const fs::path log = fs::path(runs_dir) / sweep.name / sweep.runs[i].id / "run.h5";
+    if (!fs::exists(log)) continue;
+    try {
+      const io::RunContents contents = io::read_run(log.string());
+      progress[i] = progress_of(contents);
+      if (contents.status != io::RunStatus::completed) continue;
+      if (const auto measured = measured_rate(contents)) {
+        measured_sum += *measured;
+        ++measured_count;
+      }
+    } catch (const Error&) {
+      continue;  // a damaged log does not stop a plan
+    }
+  }
+
+  // The per-core rate: given, or from this sweep's logs, or from a calibration run.
   std::string rate_source;
   double rate = 0.0;
   if (values.count("rate")) {
     rate = values["rate"].as<double>() * 1e9;
     if (!(rate > 0)) throw UsageError("--rate must be > 0");
     rate_source = "given with --rate";
+  } else if (measured_count > 0) {
+    rate = measured_sum / static_cast<double>(measured_count);
+    rate_source =
+        "measured from " + std::to_string(measured_count) + " finished run(s) of this sweep";
   } else {
-    double sum = 0.0;
-    int64_t count = 0;
-    for (const config::SweepRun& run : sweep.runs) {
-      const fs::path log = fs::path(runs_dir) / sweep.name / run.id / "run.h5";
-      if (!fs::exists(log)) continue;
-      try {
-        const io::RunContents contents = io::read_run(log.string());
-        if (contents.status != io::RunStatus::completed) continue;
-        if (const auto measured = measured_rate(contents)) {
-          sum += *measured;
-          ++count;
-        }
-      } catch (const Error&) {
-        continue;  // a damaged log does not stop a plan
-      }
-    }
-    if (count > 0) {
-      rate = sum / static_cast<double>(count);
-      rate_source = "measured from " + std::to_string(count) + " finished run(s) of this sweep";
-    } else {
-      const int64_t steps = values["calibration-steps"].as<int64_t>();
-      if (steps < 3) throw UsageError("--calibration-steps must be >= 3");
-      std::cout << "calibrating: " << steps << " steps of " << sweep.runs.front().name
-                << " on one core..." << std::endl;
-      rate = calibrate(sweep.runs.front().config, steps);
-      rate_source = "measured by a " + std::to_string(steps) + "-step run of " +
-                    sweep.runs.front().name + " on one core of this machine";
-    }
+    const int64_t steps = values["calibration-steps"].as<int64_t>();
+    if (steps < 3) throw UsageError("--calibration-steps must be >= 3");
+    std::cout << "calibrating: " << steps << " steps of " << sweep.runs.front().name
+              << " on one core..." << std::endl;
+    rate = calibrate(sweep.runs.front().config, steps);
+    rate_source = "measured by a " + std::to_string(steps) + "-step run of " +
+                  sweep.runs.front().name + " on one core of this machine";
   }
   model.flops_per_core = rate;
 
-  // Every run's progress (nothing yet when the sweep has not run here) and expected length.
-  std::vector<cluster::RunProgress> progress;
-  for (const config::SweepRun& run : sweep.runs) {
-    progress.push_back(read_run_progress((fs::path(runs_dir) / sweep.name / run.id).string()));
-  }
   const std::vector<cluster::ExpectedLength> lengths = cluster::expected_lengths(sweep, progress);
   // Adaptive seeds: the runs the seed rule has declared so far, from the completed runs' results
   // (the rest may never run).

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <regex>
 
 #include "core/app/cli.h"
@@ -22,6 +23,40 @@
 namespace attnlab::cli {
 namespace fs = std::filesystem;
 
+cluster::RunProgress progress_of(const io::RunContents& run) {
+  cluster::RunProgress progress;
+  progress.exists = true;
+  progress.status = io::to_string(run.status);
+  for (const auto& [key, value] : run.config) {
+    if (key == "train.steps") progress.total = std::stoll(value);
+  }
+  const auto reason = run.summary_texts.find("stop_reason");
+  // A resumed run still holds the reason of its earlier stop until it ends again.
+  if (reason != run.summary_texts.end() && run.status != io::RunStatus::running) {
+    progress.stop_reason = reason->second;
+  }
+  if (run.train.rows > 0) progress.step = static_cast<int64_t>(run.train.column("step").back());
+  if (run.eval.rows > 0) {
+    for (size_t c = 0; c < run.eval.columns.size(); ++c) {
+      if (run.eval.columns[c] == "ppl") progress.dev_ppl = run.eval.values[c].back();
+      if (run.eval.columns[c] == "accuracy") progress.dev_accuracy = run.eval.values[c].back();
+    }
+  }
+  if (run.status != io::RunStatus::completed) return progress;
+  // What a completed run's /summary says of it; /train logs every log.every steps, so its steps
+  // say where it ended.
+  auto summary = [&](const char* key) -> std::optional<double> {
+    const auto found = run.summary_numbers.find(key);
+    if (found == run.summary_numbers.end()) return std::nullopt;
+    return found->second;
+  };
+  if (const auto steps = summary("steps")) progress.step = static_cast<int64_t>(*steps);
+  progress.final_dev_ppl = summary("final_dev_ppl");
+  progress.train_seconds = summary("train_seconds");
+  progress.dev_cross_attention = summary("dev_cross_attention_entropy");
+  return progress;
+}
+
 namespace {
 
 // run.h5's status, step, train.steps and last dev metrics (exists = false without a readable file).
@@ -30,41 +65,7 @@ cluster::RunProgress read_run_file(const fs::path& path) {
   std::error_code error;
   if (!fs::exists(path, error)) return progress;
   try {
-    const io::RunContents run = io::read_run(path.string());
-    progress.exists = true;
-    progress.status = io::to_string(run.status);
-    for (const auto& [key, value] : run.config) {
-      if (key == "train.steps") progress.total = std::stoll(value);
-    }
-    const auto reason = run.summary_texts.find("stop_reason");
-    // A resumed run still holds the reason of its earlier stop until it ends again.
-    if (reason != run.summary_texts.end() && run.status != io::RunStatus::running) {
-      progress.stop_reason = reason->second;
-    }
-    const auto final_ppl = run.summary_numbers.find("final_dev_ppl");
-    if (final_ppl != run.summary_numbers.end() && run.status == io::RunStatus::completed) {
-      progress.final_dev_ppl = final_ppl->second;
-    }
-    const auto seconds = run.summary_numbers.find("train_seconds");
-    if (seconds != run.summary_numbers.end() && run.status == io::RunStatus::completed) {
-      progress.train_seconds = seconds->second;
-    }
-    const auto cross = run.summary_numbers.find("dev_cross_attention_entropy");
-    if (cross != run.summary_numbers.end() && run.status == io::RunStatus::completed) {
-      progress.dev_cross_attention = cross->second;
-    }
-    if (run.train.rows > 0) progress.step = static_cast<int64_t>(run.train.column("step").back());
-    // /train logs every log.every steps; a finished run says where it ended.
-    const auto steps = run.summary_numbers.find("steps");
-    if (steps != run.summary_numbers.end() && run.status == io::RunStatus::completed) {
-      progress.step = static_cast<int64_t>(steps->second);
-    }
-    if (run.eval.rows > 0) {
-      for (size_t c = 0; c < run.eval.columns.size(); ++c) {
-        if (run.eval.columns[c] == "ppl") progress.dev_ppl = run.eval.values[c].back();
-        if (run.eval.columns[c] == "accuracy") progress.dev_accuracy = run.eval.values[c].back();
-      }
-    }
+    progress = progress_of(io::read_run(path.string()));
   } catch (const std::exception& error) {
     // Being created right now (no complete file yet), or damaged: read_run_progress tells them
     // apart by the run directory's lock.

@@ -7,21 +7,45 @@
 #include "core/util/check.h"
 
 namespace attnlab::cluster {
+namespace {
+
+// What a row's completed runs trained: their last steps and, of those that record it, their
+// training time.
+struct RowTotals {
+  double steps = 0.0;
+  int64_t runs = 0;
+  double seconds = 0.0;
+  int64_t timed = 0;
+};
+
+// Adds `progress` to its row's totals when the run completed.
+void add_completed(std::map<std::string, RowTotals>& totals, const std::string& row,
+                   const RunProgress& progress) {
+  if (progress.status != "completed" || progress.step <= 0) return;
+  RowTotals& total = totals[row];
+  total.steps += static_cast<double>(progress.step);
+  ++total.runs;
+  if (progress.train_seconds) {
+    total.seconds += *progress.train_seconds;
+    ++total.timed;
+  }
+}
+
+}  // namespace
+
 std::vector<ExpectedLength> expected_lengths(const config::Sweep& sweep,
                                              const std::vector<RunProgress>& progress) {
   CHECK(progress.size() == sweep.runs.size()) << "one progress per run of the sweep";
   // Per row: the sum and count of the completed runs' last steps; over the sweep: of the
   // fractions of their caps, for the runs that had a stop rule.
-  std::map<std::string, std::pair<double, int64_t>> row_steps;
+  std::map<std::string, RowTotals> row_steps;
   double fraction_sum = 0.0;
   int64_t fraction_count = 0;
   for (size_t i = 0; i < sweep.runs.size(); ++i) {
     const config::SweepRun& run = sweep.runs[i];
     if (progress[i].status != "completed" || progress[i].step <= 0) continue;
     if (!run.config.train.may_stop_sooner()) continue;
-    auto& [sum, count] = row_steps[run.row];
-    sum += static_cast<double>(progress[i].step);
-    ++count;
+    add_completed(row_steps, run.row, progress[i]);
     if (run.config.train.steps > 0) {
       fraction_sum +=
           static_cast<double>(progress[i].step) / static_cast<double>(run.config.train.steps);
@@ -36,7 +60,7 @@ std::vector<ExpectedLength> expected_lengths(const config::Sweep& sweep,
     if (run.config.train.may_stop_sooner()) {
       const auto row = row_steps.find(run.row);
       if (row != row_steps.end()) {
-        length.steps = row->second.first / static_cast<double>(row->second.second);
+        length.steps = row->second.steps / static_cast<double>(row->second.runs);
         length.source = ExpectedLength::Source::kRow;
       } else if (fraction_count > 0) {
         length.steps = length.cap * fraction_sum / static_cast<double>(fraction_count);
@@ -90,30 +114,20 @@ std::vector<size_t> launch_order(const std::vector<LaunchCandidate>& candidates)
 }
 
 TimeLeft time_left(const std::vector<std::pair<std::string, RunProgress>>& runs) {
-  struct RowTime {
-    double seconds = 0.0, steps = 0.0;
-    int64_t count = 0;
-  };
-  std::map<std::string, RowTime> rows;
-  for (const auto& [row, progress] : runs) {
-    if (progress.status != "completed" || !progress.train_seconds || progress.step <= 0) continue;
-    RowTime& time = rows[row];
-    time.seconds += *progress.train_seconds;
-    time.steps += static_cast<double>(progress.step);
-    ++time.count;
-  }
+  std::map<std::string, RowTotals> rows;
+  for (const auto& [row, progress] : runs) add_completed(rows, row, progress);
   TimeLeft left;
   for (const auto& [row, progress] : runs) {
     if (progress.status == "completed") continue;
     const auto found = rows.find(row);
-    if (found == rows.end()) {
+    if (found == rows.end() || found->second.timed == 0) {
       ++left.unestimated;
       continue;
     }
-    const double count = static_cast<double>(found->second.count);
-    const double done =
-        std::min(1.0, static_cast<double>(progress.step) * count / found->second.steps);
-    left.seconds += found->second.seconds / count * (1.0 - done);
+    const RowTotals& total = found->second;
+    const double done = std::min(
+        1.0, static_cast<double>(progress.step) * static_cast<double>(total.runs) / total.steps);
+    left.seconds += total.seconds / static_cast<double>(total.timed) * (1.0 - done);
     ++left.estimated;
   }
   return left;

@@ -57,7 +57,7 @@ std::vector<size_t> launch_order(const std::vector<LaunchCandidate>& candidates)
 // Run time left, as the sweep's completed runs measured it (/summary train_seconds, which counts
 // every launch of a resumed run): a run that is not complete takes the mean time of its row's
 // completed runs, less the part of their mean length (in steps) it has already trained. A run
-// whose row has no completed run is only counted.
+// whose row has no completed run that records its training time is only counted.
 struct TimeLeft {
   double seconds = 0.0;
   int64_t estimated = 0;    // runs not complete whose time is in `seconds`
