@@ -6,8 +6,8 @@ statistics, and figures.
     table = build_table(sweep)                # table.records: the rows of table.csv
 
 Command line: python3 -m analysis.report runs/<sweep> [--out DIR] [--format md,tex,csv]
-(also `attnlab report`). BLEU hypotheses for the paired bootstrap are read from
-<run_dir>/<split>.hyp.txt beside <run_dir>/<split>.ref.txt (one segment a line).
+(also `attnlab report`). The table tests every metric across seeds (Welch's t-test);
+paired_bootstrap compares two decodings of one test set (README.md, "Significance").
 """
 
 from analysis.errors import AnalysisError

@@ -48,8 +48,6 @@ def parse_args(argv):
     parser.add_argument("--attention", default="base",
                         help="rows whose attention maps are drawn: base, all, none, or "
                              "comma-separated row names (default: base)")
-    parser.add_argument("--bootstrap-samples", type=int, default=1000,
-                        help="paired bootstrap samples for BLEU (default: 1000)")
     parser.add_argument("--no-figures", action="store_true", help="tables only")
     parser.add_argument("--notes", help="a Markdown file whose text goes into report.md as its "
                         "Discussion section (prose about the measured table)")
@@ -82,7 +80,7 @@ def write_report(args):
     out = pathlib.Path(args.out) if args.out else sweep.directory / "report"
     notes = read_notes(args.notes, out) if args.notes else None
     out.mkdir(parents=True, exist_ok=True)
-    table = build_table(sweep, bootstrap_samples=args.bootstrap_samples)
+    table = build_table(sweep)
     figure_files, figure_notes = [], []
     if not args.no_figures:
         figure_files, figure_notes = figures.all_figures(

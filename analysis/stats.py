@@ -63,6 +63,10 @@ def welch_interval(a, b, confidence=0.95):
 def paired_bootstrap(stats_a, stats_b, metric, samples=1000, seed=12345):
     """Paired bootstrap resampling over sentences (Koehn 2004).
 
+    It resamples the test set only: it says whether these trained models differ on sentences
+    like these, not whether their configurations do (two seeds of one configuration can differ
+    at p < 0.001), which is why the report's table tests across seeds instead.
+
     stats_a, stats_b: lists of (sentences, k) per-sentence statistics, one array per seed of
     system A and of system B (paired by position; every array has the same sentences). metric:
     summed statistics (k,) -> score. Each sample draws the sentence indices once with replacement

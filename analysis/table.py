@@ -9,12 +9,10 @@ marked incomplete and lists them (see Sweep.incomplete()).
 
 import dataclasses
 import math
-import pathlib
 
 import numpy as np
 
 from analysis import stats
-from analysis.bleu import bleu_from_stats, corpus_stats
 from analysis.convergence import RULE as CONVERGENCE_RULE
 
 
@@ -26,18 +24,15 @@ class Metric:
     scale: float     # raw value x scale = shown value
     decimals: int
     paper_key: str   # manifest paper value, "" for none
-    split: str       # hypotheses split for the bootstrap ("" for none)
     lower_is_better: bool
 
 
 METRICS = [
-    Metric("ppl", "dev_ppl", "dev PPL", 1.0, 3, "ppl", "", True),
-    Metric("accuracy_pct", "dev_accuracy", "dev acc. (%)", 100.0, 2, "", "", False),
-    Metric("bleu", "dev_bleu", "dev BLEU", 1.0, 2, "bleu", "dev", False),
-    Metric("test_bleu", "test_bleu", "test BLEU", 1.0, 2, "", "test", False),
+    Metric("ppl", "dev_ppl", "dev PPL", 1.0, 3, "ppl", True),
+    Metric("accuracy_pct", "dev_accuracy", "dev acc. (%)", 100.0, 2, "", False),
+    Metric("bleu", "dev_bleu", "dev BLEU", 1.0, 2, "bleu", False),
+    Metric("test_bleu", "test_bleu", "test BLEU", 1.0, 2, "", False),
 ]
-HYPOTHESES = "{split}.hyp.txt"   # one detokenized hypothesis per line, in <run_dir>/
-REFERENCES = "{split}.ref.txt"   # the matching references, in <run_dir>/
 ALPHA = (0.05, 0.01)
 
 
@@ -108,38 +103,6 @@ def setting_header(key, keys):
     return leaf if sum(k.rsplit(".", 1)[-1] == leaf for k in keys) == 1 else key
 
 
-def _hypothesis_stats(sweep, run_id, split):
-    """Per-sentence BLEU statistics of a run's hypotheses, or None without the files."""
-    directory = pathlib.Path(sweep.runs.set_index("run_id").at[run_id, "path"]).parent
-    hyp = directory / HYPOTHESES.format(split=split)
-    ref = directory / REFERENCES.format(split=split)
-    if not hyp.is_file() or not ref.is_file():
-        return None
-    hypotheses = hyp.read_text(encoding="utf-8").split("\n")
-    references = ref.read_text(encoding="utf-8").split("\n")
-    if hypotheses and hypotheses[-1] == "":
-        hypotheses.pop()
-    if references and references[-1] == "":
-        references.pop()
-    return corpus_stats(hypotheses, references)
-
-
-def _bootstrap(sweep, base_ids, row_ids, split, samples):
-    """Paired bootstrap p of row vs base over the split's sentences, seeds paired in order."""
-    pairs = min(len(base_ids), len(row_ids))
-    if pairs == 0 or split == "":
-        return None
-    base_stats = [_hypothesis_stats(sweep, r, split) for r in base_ids[:pairs]]
-    row_stats = [_hypothesis_stats(sweep, r, split) for r in row_ids[:pairs]]
-    if any(s is None for s in base_stats + row_stats):
-        return None
-    sizes = {s.shape[0] for s in base_stats + row_stats}
-    if len(sizes) != 1:
-        return None
-    _, p = stats.paired_bootstrap(base_stats, row_stats, bleu_from_stats, samples=samples)
-    return p
-
-
 def _present_metrics(sweep):
     present = []
     for metric in METRICS:
@@ -148,13 +111,13 @@ def _present_metrics(sweep):
     return present
 
 
-def build_table(sweep, bootstrap_samples=1000):
+def build_table(sweep):
     settings = _shown_settings(sweep)
     metrics = _present_metrics(sweep)
     base = sweep.row(sweep.base)
     base_ids = sweep.completed(base.key)
     records = []
-    tests_used = {}
+    tests_used = set()   # labels of the metrics tested against base
     for row in sweep.rows:
         completed = sweep.completed(row.key)
         is_base = row.key == base.key
@@ -180,12 +143,11 @@ def build_table(sweep, bootstrap_samples=1000):
             delta, p, test = math.nan, math.nan, ""
             if not is_base and summary.n and base_summary.n:
                 delta = summary.mean - base_summary.mean
-                p_boot = _bootstrap(sweep, base_ids, completed, metric.split, bootstrap_samples)
-                if p_boot is not None:
-                    p, test = p_boot, "bootstrap"
-                else:
-                    p, test = stats.welch_t_test(ours, theirs)[2], "welch"
-                tests_used.setdefault(metric.label, set()).add(test)
+                # Across seeds, BLEU included: a paired bootstrap over sentences measures only
+                # the test set's sampling, and calls two seeds of one configuration different
+                # (analysis/README.md, "Significance").
+                p, test = stats.welch_t_test(ours, theirs)[2], "welch"
+                tests_used.add(metric.label)
             record[f"{metric.name}_delta"] = delta
             record[f"{metric.name}_p"] = p
             record[f"{metric.name}_test"] = test
@@ -201,7 +163,7 @@ def build_table(sweep, bootstrap_samples=1000):
         records.append(record)
     return Table(sweep=sweep, settings=settings, metrics=metrics, records=records,
                  trend=_trend(sweep, records, metrics),
-                 method=_method_lines(sweep, metrics, tests_used, bootstrap_samples),
+                 method=_method_lines(sweep, metrics, tests_used),
                  incomplete=_incomplete_lines(sweep))
 
 
@@ -283,17 +245,11 @@ def _trend(sweep, records, metrics):
     return lines
 
 
-def _method_lines(sweep, metrics, tests_used, samples):
+def _method_lines(sweep, metrics, tests_used):
     lines = ["Values: mean ± sample std (ddof 1) over the completed seeds of each row; n = seeds; "
              f"Δ = row mean − base mean; {sweep.base_note}."]
     for metric in metrics:
-        used = tests_used.get(metric.label, set())
-        if "bootstrap" in used:
-            lines.append(f"{metric.label}: paired bootstrap resampling over sentences "
-                         f"(Koehn 2004, {samples} samples, seeds paired in order), two-sided p"
-                         + ("; Welch's t-test across seeds where hypotheses are missing"
-                            if "welch" in used else "") + ".")
-        elif used:
+        if metric.label in tests_used:
             lines.append(f"{metric.label}: Welch's t-test (unequal variances, two-sided) "
                          "across seeds.")
     lines.append("Marks on Δ: * p < 0.05, ** p < 0.01; p = n/a with fewer than two seeds on a "

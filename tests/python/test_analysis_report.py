@@ -271,26 +271,34 @@ def test_incomplete_sweep_names_missing_and_failed_runs(sweep_dir, tmp_path, cap
     assert "**This sweep is incomplete.**" in text and "1 of 2 †" in text
 
 
-def test_bleu_rows_use_the_paired_bootstrap_over_hypotheses(sweep_dir, tmp_path):
+def test_bleu_is_tested_across_seeds_even_where_decodings_are_kept(sweep_dir, tmp_path):
+    # A-h-1 decodes every sentence perfectly, base and A-h-2 drop words: a paired bootstrap over
+    # sentences would give A-h-1 p = 0. Its two seeds' BLEU differ instead, and the table tests
+    # the configuration, across seeds, with decodings present in every naming.
     copy = copy_sweep(sweep_dir, tmp_path)
     references = [f"the {w} sat on the mat near {i} red houses" for i, w in
                   enumerate(["cat", "dog", "cow", "hen", "fox", "owl", "eel", "ant"])]
     manifest = read_manifest(copy / "manifest.yaml")
+    scores = {}
     for run in manifest.runs:
-        # Base and A-h-2 drop the last three words; A-h-1 is perfect.
         hypotheses = references if run.row == "A-h-1" else [
             " ".join(r.split()[:-3]) for r in references]
-        (copy / run.id / "dev.hyp.txt").write_text("\n".join(hypotheses) + "\n")
+        for name in ("dev.hyp.txt", "hyp.dev.txt"):
+            (copy / run.id / name).write_text("\n".join(hypotheses) + "\n")
         (copy / run.id / "dev.ref.txt").write_text("\n".join(references) + "\n")
+        score = bleu.corpus_bleu(hypotheses, references) - 20.0 * (run.seed - 1)
+        scores.setdefault(run.row, []).append(score)
         with h5py.File(copy / run.id / "run.h5", "r+") as f:
-            f["summary"].attrs["final_dev_bleu"] = bleu.corpus_bleu(hypotheses, references)
-    table = build_table(load_sweep(copy), bootstrap_samples=200)
+            f["summary"].attrs["final_dev_bleu"] = score
+    table = build_table(load_sweep(copy))
     records = {r["row"]: r for r in table.records}
-    assert records["A-h-1"]["bleu_test"] == "bootstrap"
-    assert records["A-h-1"]["bleu_p"] == 0.0 and records["A-h-1"]["bleu_delta"] > 0
-    assert records["A-h-2"]["bleu_p"] == 1.0 and records["A-h-2"]["bleu_delta"] == 0.0
-    assert any("paired bootstrap" in line for line in table.method)
-    assert "dev BLEU: tau" in "\n".join(table.trend)
+    for row in ("A-h-1", "A-h-2"):
+        assert records[row]["bleu_test"] == "welch"
+        assert records[row]["bleu_p"] == pytest.approx(scipy_stats.ttest_ind(
+            scores[row], scores["base"], equal_var=False)[1], rel=1e-9)
+    assert 0.01 < records["A-h-1"]["bleu_p"] < 1.0 and records["A-h-1"]["bleu_delta"] > 0
+    assert "dev BLEU: Welch's t-test (unequal variances, two-sided) across seeds." in table.method
+    assert not any("bootstrap" in line for line in table.method)
 
 
 def test_empty_directory_is_bad_input(tmp_path, capsys):
@@ -450,7 +458,7 @@ def test_conclusions_agree_with_the_table_they_summarise():
     from analysis.sweep import load_sweep
     from analysis.table import build_table
     sweep = load_sweep(ROOT / "docs" / "results" / "table3-small" / "runs", with_attention=False)
-    table = build_table(sweep, bootstrap_samples=10)
+    table = build_table(sweep)
     lines = {re.match(r"- \*\*(.+?)\*\*", line).group(1): line
              for line in conclusion_lines(sweep, table) if line.startswith("- **")}
     records = {r["row"]: r for r in table.records}
@@ -478,7 +486,7 @@ def test_the_generated_discussion_counts_what_the_conclusions_say():
     from analysis.sweep import load_sweep
     from analysis.table import build_table
     sweep = load_sweep(ROOT / "docs" / "results" / "table3-small" / "runs", with_attention=False)
-    table = build_table(sweep, bootstrap_samples=10)
+    table = build_table(sweep)
     lines = [line for line in conclusion_lines(sweep, table) if line.startswith("- **")]
     significant = [line for line in lines if ", significant;" in line]
     unresolved = [re.match(r"- \*\*(.+?)\*\*", line).group(1) for line in lines

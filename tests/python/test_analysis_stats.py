@@ -150,3 +150,26 @@ def test_manifest_errors_name_the_line():
         parse_manifest(MANIFEST.replace("{model.heads: 1}", "{model.heads: 1", 1), "m.yaml")
     with pytest.raises(AnalysisError, match="listed twice"):
         parse_manifest(MANIFEST.replace("abcdefabcdef", '"012345678901"'), "m.yaml")
+
+
+def test_the_sentence_bootstrap_separates_two_seeds_of_one_configuration():
+    # Why the report tests BLEU across seeds (analysis/README.md, "Significance"): on the
+    # committed dev decodings of table3-plateau's base row, the paired bootstrap over sentences
+    # calls its two seeds, one configuration, different at p < 0.001.
+    references_file = ROOT / "data" / "bible" / "dev.es"
+    if not references_file.is_file():
+        pytest.skip("data/bible/dev.es is absent (`attnlab data bible --out data/bible` makes it)")
+    runs = ROOT / "docs" / "results" / "table3-plateau" / "runs"
+    references = references_file.read_text(encoding="utf-8").split("\n")[:-1]
+    seeds = []
+    for run_id in ("bfa1f731ef87", "14e8bfa5002b"):  # base.seed1, base.seed2 (manifest.yaml)
+        hypotheses = (runs / run_id / "hyp.dev.txt").read_text(encoding="utf-8").split("\n")[:-1]
+        seeds.append(bleu.corpus_stats(hypotheses, references))
+    scores = [round(bleu.bleu_from_stats(s.sum(axis=0)), 2) for s in seeds]
+    assert len(references) == seeds[0].shape[0] == 1021
+    assert scores == [14.38, 15.61]
+    delta, p = stats.paired_bootstrap([seeds[0]], [seeds[1]], bleu.bleu_from_stats,
+                                      samples=1000)
+    assert delta == pytest.approx(1.22, abs=0.005) and p < 0.001
+    readme = (ROOT / "analysis" / "README.md").read_text(encoding="utf-8")
+    assert "1,021 sentences" in readme and "(BLEU 14.38)" in readme and "(15.61)" in readme

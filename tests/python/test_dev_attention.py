@@ -170,13 +170,13 @@ def test_the_committed_table3_names_the_rows_whose_decoder_ignores_the_source():
     stalled_rows = {frame.loc[run_id, "row"] for run_id, value in measured.items()
                     if value >= IGNORES_SOURCE}
     assert "C-N-4" in stalled_rows and "base" not in stalled_rows
-    lines = [line for line in conclusion_lines(sweep, build_table(sweep, bootstrap_samples=10))
+    lines = [line for line in conclusion_lines(sweep, build_table(sweep))
              if line.startswith("- **")]
     named = {line[4:line.index("**", 4)] for line in lines if "ignores the source" in line}
     assert named == stalled_rows
     # The trend check gives block C's order again without them, as scipy computes it.
     from scipy import stats as scipy_stats
-    table = build_table(sweep, bootstrap_samples=10)
+    table = build_table(sweep)
     records = {r["row"]: r for r in table.records}
     learned = [row.key for row in sweep.rows
                if (row.group == "C" or row.key == sweep.base) and row.key not in stalled_rows]
