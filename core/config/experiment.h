@@ -56,9 +56,12 @@ struct LrConfig {
   double peak = 1e-3;     // constant: the rate; inverse_sqrt: the rate at the end of warmup
   // Reduce on plateau (fairseq's --lr-shrink/--lr-patience, Marian's --lr-decay-strategy
   // stalled): after shrink_patience dev evaluations without a gain (StopConfig), the schedule's
-  // rate is multiplied by `shrink` from then on; 0 = off.
+  // rate is multiplied by `shrink` from then on; 0 = off. No shrink happens at an evaluation
+  // before step shrink_after (Marian's --lr-decay-start): early on, a few stalled evaluations
+  // are more often the dev loss's noise than a plateau.
   double shrink = 0.5;
   int64_t shrink_patience = 0;
+  int64_t shrink_after = 0;
 };
 
 // When training ends before train.steps (fairseq's --patience, Marian's --early-stopping).

@@ -367,6 +367,8 @@ std::vector<Option> build_options() {
       integer(
           ATTNLAB_FIELD(train.lr.shrink_patience), 0, kNoMax,
           "dev evaluations without a gain (train.stop.min_delta) before the rate shrinks; 0 = off"),
+      integer(ATTNLAB_FIELD(train.lr.shrink_after), 0, kNoMax,
+              "the rate shrinks at no evaluation before this step; 0 = from the first"),
       number(ATTNLAB_FIELD(train.label_smoothing), kProbability, "eps_ls"),
       number(ATTNLAB_FIELD(train.clip), kNonNegative, "max global gradient norm; 0 = off"),
       integer(ATTNLAB_FIELD(train.checkpoint_every), 0, kNoMax,

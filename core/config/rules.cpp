@@ -124,6 +124,12 @@ std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
                                 ") counts dev evaluations, but eval.every is 0 (only one at the "
                                 "end); set eval.every")};
   }
+  if (c.train.lr.shrink_after > 0 && c.train.lr.shrink_patience == 0) {
+    return RuleViolation{{"train.lr.shrink_after", "train.lr.shrink_patience"},
+                         concat("train.lr.shrink_after (", c.train.lr.shrink_after,
+                                ") delays the rate's shrinking, but train.lr.shrink_patience is 0 "
+                                "(it never shrinks); set train.lr.shrink_patience")};
+  }
   if (c.train.lr.shrink_patience > 0 && c.eval.every == 0) {
     return RuleViolation{{"train.lr.shrink_patience", "eval.every"},
                          concat("train.lr.shrink_patience (", c.train.lr.shrink_patience,

@@ -31,9 +31,12 @@ Observation StoppingRule::observe(int64_t step, double dev_loss) {
     return seen;
   }
   ++state_.evals_since_gain;
-  // The rate shrinks at every shrink_patience-th evaluation since the last gain.
+  // The rate shrinks at every shrink_patience-th evaluation since the last gain, from step
+  // shrink_after on (before it the count goes on, so the first shrink after it can come sooner
+  // than shrink_patience evaluations).
   const int64_t shrink_patience = train_.lr.shrink_patience;
-  if (shrink_patience > 0 && state_.evals_since_gain % shrink_patience == 0) {
+  if (shrink_patience > 0 && step >= train_.lr.shrink_after &&
+      state_.evals_since_gain % shrink_patience == 0) {
     state_.lr_factor *= train_.lr.shrink;
     seen.lr_shrunk = true;
   }

@@ -93,6 +93,33 @@ TEST(StoppingRule, RateShrinksAfterShrinkPatienceStalledEvaluationsAndResetsOnAB
   EXPECT_DOUBLE_EQ(off.state().lr_factor, 1.0);
 }
 
+TEST(StoppingRule, NoShrinkBeforeShrinkAfterWhileTheCountGoesOn) {
+  TrainConfig train = with_patience(0, 0.0);
+  train.lr.shrink = 0.5;
+  train.lr.shrink_patience = 2;
+  train.lr.shrink_after = 500;
+  StoppingRule rule(train);
+  rule.observe(100, 3.0);
+  EXPECT_FALSE(rule.observe(200, 3.1).lr_shrunk);
+  EXPECT_FALSE(rule.observe(300, 3.1).lr_shrunk);  // the 2nd stalled evaluation, before 500
+  EXPECT_FALSE(rule.observe(400, 3.1).lr_shrunk);  // the 3rd: not a multiple of 2
+  EXPECT_DOUBLE_EQ(rule.state().lr_factor, 1.0);
+  EXPECT_EQ(rule.state().evals_since_gain, 3);
+  EXPECT_TRUE(rule.observe(500, 3.1).lr_shrunk);  // the 4th, at shrink_after: it shrinks
+  EXPECT_FALSE(rule.observe(600, 3.1).lr_shrunk);
+  EXPECT_TRUE(rule.observe(700, 3.1).lr_shrunk);
+  EXPECT_DOUBLE_EQ(rule.state().lr_factor, 0.25);
+  // Without shrink_after the same losses shrink at 300, 500 and 700.
+  train.lr.shrink_after = 0;
+  StoppingRule early(train);
+  int shrinks = 0;
+  for (int step = 100; step <= 700; step += 100) {
+    shrinks += early.observe(step, step == 100 ? 3.0 : 3.1).lr_shrunk ? 1 : 0;
+  }
+  EXPECT_EQ(shrinks, 3);
+  EXPECT_DOUBLE_EQ(early.state().lr_factor, 0.125);
+}
+
 TEST(StoppingRule, EpochLimit) {
   TrainConfig train;
   EXPECT_FALSE(StoppingRule(train).epochs_done(1000));  // 0 = no limit
