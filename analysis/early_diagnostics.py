@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 from analysis.errors import AnalysisError
-from analysis.runfile import read_run
+from analysis.runfile import read_labeled_runs
 
 CROSS = "decoder_cross."
 
@@ -83,12 +83,7 @@ def main(argv=None):
                         help="comma-separated steps, each a diagnostics and a dev-evaluation step")
     args = parser.parse_args(argv)
     try:
-        runs = []
-        for spec in args.runs:
-            label, separator, path = spec.rpartition("=")
-            if not separator or not label:
-                raise AnalysisError(f"{spec}: expected LABEL=RUN_DIR")
-            runs.append((label, read_run(f"{path.rstrip('/')}/run.h5", with_attention=False)))
+        runs = read_labeled_runs(args.runs)
         try:
             steps = [int(s) for s in args.steps.split(",")]
         except ValueError:

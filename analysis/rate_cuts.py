@@ -11,8 +11,11 @@ number of cuts, and the step and value of its best dev loss; then, per row, the 
 loss between the seed whose rate was cut first and the seed cut last. Under a recipe that cuts the
 rate after a stall of a few evaluations, a stall that evaluation noise brings on while the model
 still improves cuts the rate early, and this shows whether such a seed ended on a higher plateau.
+Given LABEL=RUN_DIR pairs instead, the same columns for those runs, one line each (evidence runs
+beside the sweep's).
 
     python3 -m analysis.rate_cuts docs/results/table3-plateau/runs
+    python3 -m analysis.rate_cuts "seed 1=runs/a" "seed 2=runs/b"
 """
 
 import argparse
@@ -22,6 +25,7 @@ import sys
 import numpy as np
 
 from analysis.errors import AnalysisError
+from analysis.runfile import read_labeled_runs
 from analysis.sweep import load_sweep
 
 
@@ -76,6 +80,15 @@ def best_dev(data):
     return int(evaluations["step"].iloc[best]), float(evaluations["loss"].iloc[best])
 
 
+def run_summary(data):
+    """(first cut or None, number of cuts, best step, best dev loss, final dev PPL) of a run."""
+    if "final_dev_ppl" not in data.summary:
+        raise AnalysisError(f"{data.path}: no /summary final_dev_ppl (the run has not completed)")
+    steps = rate_cuts(data)
+    return (steps[0] if steps else None, len(steps), *best_dev(data),
+            float(data.summary["final_dev_ppl"]))
+
+
 def row_runs(sweep):
     """[(row key, [(seed, first cut or None, number of cuts, best step, best loss, final dev
     PPL), ...])] for the rows with two or more completed runs, in the sweep's order."""
@@ -86,17 +99,18 @@ def row_runs(sweep):
             continue
         runs = []
         for run_id in completed:
-            data = sweep.data[run_id]
             record = sweep.runs[sweep.runs["run_id"] == run_id].iloc[0]
-            steps = rate_cuts(data)
-            runs.append((int(record["seed"]), steps[0] if steps else None, len(steps),
-                         *best_dev(data), float(record["dev_ppl"])))
+            runs.append((int(record["seed"]), *run_summary(sweep.data[run_id])))
         out.append((row.key, runs))
     return out
 
 
 def _cut_text(step):
     return "none" if step is None else f"{step:,}"
+
+
+def _run_cells(cut, count, best_step, best_loss, ppl):
+    return f"{_cut_text(cut)} | {count} | {best_loss:.4f} ({best_step:,}) | {ppl:.2f} |"
 
 
 def table(rows):
@@ -107,8 +121,7 @@ def table(rows):
     gaps = []
     for key, runs in rows:
         for seed, cut, count, best_step, best_loss, ppl in runs:
-            lines.append(f"| {key} | {seed} | {_cut_text(cut)} | {count} | {best_loss:.4f} "
-                         f"({best_step:,}) | {ppl:.2f} |")
+            lines.append(f"| {key} | {seed} | " + _run_cells(cut, count, best_step, best_loss, ppl))
         # Runs never cut count as cut after their end: latest of all.
         order = sorted(runs, key=lambda r: (r[1] is None, r[1] if r[1] is not None else 0))
         first, last = order[0], order[-1]
@@ -126,16 +139,27 @@ def table(rows):
     return lines
 
 
+def runs_table(runs):
+    """Markdown lines: one line per (label, RunData)."""
+    return (["| run | rate first cut after step | cuts | best dev loss (step) | dev PPL |",
+             "|---|---|---|---|---|"]
+            + [f"| {label} | " + _run_cells(*run_summary(data)) for label, data in runs])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("sweep", help="a sweep directory (runs/<sweep> or its committed copy)")
+    parser.add_argument("paths", nargs="+", metavar="SWEEP_DIR | LABEL=RUN_DIR",
+                        help="a sweep directory (runs/<sweep> or its committed copy), or runs")
     args = parser.parse_args(argv)
     try:
-        sweep = load_sweep(args.sweep, with_attention=False)
-        rows = row_runs(sweep)
-        if not rows:
-            raise AnalysisError(f"{args.sweep}: no row has two completed runs yet")
-        print("\n".join(table(rows)))
+        if len(args.paths) == 1 and "=" not in args.paths[0]:
+            sweep = load_sweep(args.paths[0], with_attention=False)
+            rows = row_runs(sweep)
+            if not rows:
+                raise AnalysisError(f"{args.paths[0]}: no row has two completed runs yet")
+            print("\n".join(table(rows)))
+            return 0
+        print("\n".join(runs_table(read_labeled_runs(args.paths))))
     except AnalysisError as error:
         print(f"analysis.rate_cuts: {error}", file=sys.stderr)
         return 2

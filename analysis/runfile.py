@@ -163,6 +163,18 @@ def read_run(path, with_attention=True):
     return _read_run(path, with_attention)
 
 
+def read_labeled_runs(specs):
+    """[(label, RunData)] of command-line LABEL=RUN_DIR pairs (the label may hold '=' and
+    spaces; the run directory holds run.h5)."""
+    runs = []
+    for spec in specs:
+        label, separator, path = spec.rpartition("=")
+        if not separator or not label:
+            raise AnalysisError(f"{spec}: expected LABEL=RUN_DIR")
+        runs.append((label, read_run(f"{path.rstrip('/')}/run.h5", with_attention=False)))
+    return runs
+
+
 # A read of an intact run file takes milliseconds; one that runs longer is looping in HDF5.
 READ_TIMEOUT_SECONDS = 30.0
 

@@ -2,9 +2,10 @@
 (their count gives /summary lr_factor, and across the first the logged rate falls from noam's
 value, computed here, to half of it), the best dev loss is the lowest /eval loss read here with
 h5py, sparse logging does not pass for a cut, a sweep without a row of two completed runs is
-named, and the table in docs/results/table3-plateau-notes.md is what the tool prints from the
-committed runs."""
+named, runs given as LABEL=RUN_DIR get the same cells, and the tables in
+docs/results/table3-plateau-notes.md are what the tool prints from the committed runs."""
 
+import shlex
 import shutil
 import sys
 
@@ -84,10 +85,34 @@ def test_a_sweep_without_two_completed_runs_in_a_row_is_named(tmp_path, capsys):
     assert f"{single}: no row has two completed runs yet" in capsys.readouterr().err
 
 
+def test_runs_given_by_label_get_their_rows_cells(rows, capsys):
+    found, _ = rows
+    base = dict(found)["base"]
+    assert main([f"first={RUNS / 'bfa1f731ef87'}", f"second={RUNS / '14e8bfa5002b'}/"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == "| run | rate first cut after step | cuts | best dev loss (step) | dev PPL |"
+    for line, label, (seed, cut, count, best_step, best_loss, ppl) in zip(
+            lines[2:], ("first", "second"), base):
+        assert line == (f"| {label} | {cut:,} | {count} | {best_loss:.4f} ({best_step:,}) | "
+                        f"{ppl:.2f} |")
+    assert len(lines) == 4
+
+
+def test_a_run_without_a_label_or_a_summary_is_named(tmp_path, capsys):
+    assert main(["a=" + str(RUNS / "bfa1f731ef87"), str(RUNS / "14e8bfa5002b")]) == 2
+    assert "expected LABEL=RUN_DIR" in capsys.readouterr().err
+    (tmp_path / "run").mkdir()
+    shutil.copy(RUNS / "bfa1f731ef87" / "run.h5", tmp_path / "run" / "run.h5")
+    with h5py.File(tmp_path / "run" / "run.h5", "r+") as f:
+        del f["summary"].attrs["final_dev_ppl"]
+    assert main([f"unfinished={tmp_path / 'run'}"]) == 2
+    assert "no /summary final_dev_ppl (the run has not completed)" in capsys.readouterr().err
+
+
 def test_the_notes_table_is_what_the_committed_runs_give(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)  # the notes name the runs from the repository's root
     notes = NOTES.read_text(encoding="utf-8")
-    commands = [line.split("-m analysis.rate_cuts ", 1)[1].split()
+    commands = [shlex.split(line.split("-m analysis.rate_cuts ", 1)[1].rstrip("\\"))
                 for line in notes.splitlines() if "-m analysis.rate_cuts " in line]
     assert commands, "the notes show the command of their rate-cut table"
     body = "\n".join(line.strip() for line in notes.splitlines())
