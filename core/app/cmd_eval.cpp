@@ -43,20 +43,10 @@ int run_eval(const std::vector<std::string>& args) {
   po::options_description options("eval options");
   options.add_options()("run", po::value<std::string>(), "run directory (holds run.h5 and ckpt/)")(
       "split", po::value<std::string>()->default_value("dev"),
-      "dev or test (data.dev / data.test)")("beam", po::value<int64_t>(),
-                                            "beam size (default: eval.beam of the run)")(
-      "alpha", po::value<double>(), "length penalty alpha (default: eval.length_penalty)")(
-      "max-len-offset", po::value<int64_t>(),
-      "output length <= source length + this (default: eval.max_len_offset of the run)")(
-      "average", po::value<int64_t>(),
-      "average the last K checkpoints (default: eval.average_last; 0 = newest only)")(
-      "checkpoint", po::value<std::string>(),
-      "newest or best (ckpt/best.h5, the lowest dev loss; default: eval.checkpoint of the run)")(
+      "dev or test (data.dev / data.test)")(
       "group", po::value<std::string>(),
-      "run-file group for the results (default: eval_<split>; also names hyp.<group>.txt)")(
-      "threads", po::value<int>(), "BLAS threads (default: cluster.threads_per_rank)")(
-      "precision", po::value<std::string>(),
-      "fp32 or bf16 matrix products (default: train.precision of the run)");
+      "run-file group for the results (default: eval_<split>; also names hyp.<group>.txt)");
+  add_decoding_options(options);
   po::positional_options_description positional;
   positional.add("run", 1);
   po::variables_map values;

@@ -16,18 +16,8 @@ namespace {
 
 int run_translate(const std::vector<std::string>& args) {
   po::options_description options("translate options");
-  options.add_options()("run", po::value<std::string>(), "run directory (holds run.h5 and ckpt/)")(
-      "beam", po::value<int64_t>(), "beam size (default: eval.beam of the run)")(
-      "alpha", po::value<double>(), "length penalty alpha (default: eval.length_penalty)")(
-      "max-len-offset", po::value<int64_t>(),
-      "output length <= source length + this (default: eval.max_len_offset of the run)")(
-      "average", po::value<int64_t>(),
-      "average the last K checkpoints (default: eval.average_last; 0 = newest only)")(
-      "checkpoint", po::value<std::string>(),
-      "newest or best (ckpt/best.h5, the lowest dev loss; default: eval.checkpoint of the run)")(
-      "threads", po::value<int>(), "BLAS threads (default: cluster.threads_per_rank)")(
-      "precision", po::value<std::string>(),
-      "fp32 or bf16 matrix products (default: train.precision of the run)");
+  options.add_options()("run", po::value<std::string>(), "run directory (holds run.h5 and ckpt/)");
+  add_decoding_options(options);
   po::positional_options_description positional;
   positional.add("run", 1);
   po::variables_map values;

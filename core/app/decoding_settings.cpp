@@ -2,12 +2,28 @@
 #include "core/app/decoding_settings.h"
 
 #include <cstdio>
+#include <string>
 
 #include "core/app/cli.h"
 #include "core/tensor/blas.h"
 #include "core/train/precision.h"
 
 namespace attnlab::cli {
+
+void add_decoding_options(boost::program_options::options_description& options) {
+  namespace po = boost::program_options;
+  options.add_options()("beam", po::value<int64_t>(), "beam size (default: eval.beam of the run)")(
+      "alpha", po::value<double>(), "length penalty alpha (default: eval.length_penalty)")(
+      "max-len-offset", po::value<int64_t>(),
+      "output length <= source length + this (default: eval.max_len_offset of the run)")(
+      "average", po::value<int64_t>(),
+      "average the last K checkpoints (default: eval.average_last; 0 = newest only)")(
+      "checkpoint", po::value<std::string>(),
+      "newest or best (ckpt/best.h5, the lowest dev loss; default: eval.checkpoint of the run)")(
+      "threads", po::value<int>(), "BLAS threads (default: cluster.threads_per_rank)")(
+      "precision", po::value<std::string>(),
+      "fp32 or bf16 matrix products (default: train.precision of the run)");
+}
 
 DecodingSettings decoding_settings(const boost::program_options::variables_map& values,
                                    const ExperimentConfig& stored) {

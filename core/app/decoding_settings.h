@@ -11,6 +11,10 @@
 
 namespace attnlab::cli {
 
+// Declares the flags decoding_settings reads: --beam, --alpha, --max-len-offset, --average,
+// --checkpoint, --threads and --precision.
+void add_decoding_options(boost::program_options::options_description& options);
+
 struct DecodingSettings {
   int64_t average = 0;  // checkpoints averaged (0 = the newest only)
   bool best = false;    // ckpt/best.h5 instead of the newest checkpoint
