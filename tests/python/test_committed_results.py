@@ -68,8 +68,8 @@ DECLARED["pilot-bf16"] = (ROOT / "docs" / "results" / "pilot-bf16" / "runs",
 @pytest.mark.parametrize("name", sorted(DECLARED))
 def test_logs_are_the_runs_the_sweep_file_declares(attnlab, tmp_path, name):
     logs, sweep = DECLARED[name]
-    # The sweep declares its adaptive seeds from the completed runs, so it plans over a copy of their
-    # logs (checkpoints and decodings are not needed for that).
+    # The sweep declares its adaptive seeds from the completed runs, so it plans over a copy of
+    # their logs (checkpoints and decodings are not needed for that).
     shutil.copytree(logs, tmp_path / name, ignore=shutil.ignore_patterns("ckpt", "hyp.*"))
     run_attnlab(attnlab, "sweep", sweep, "--dry-run", "--out", tmp_path)
     declared = read_manifest(tmp_path / name / "manifest.yaml")
