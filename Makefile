@@ -23,9 +23,10 @@ BENCH_ARGS ?=
 # tests (python3-regex: the reference intl tokenizer; python3-torch: the PyTorch parity test and
 # make bench's reference), lint, clang with OpenMP and libFuzzer (make fuzz), Bible texts for the
 # small parallel corpus, and Slurm with iproute2 for the one- and two-node clusters of the sweep
-# tests.
+# tests. ocl-icd-opencl-dev is only a Recommends of libdnnl-dev, but Debian's dnnl-config.cmake
+# (built with the OpenCL GPU runtime) calls find_package(OpenCL REQUIRED), so it must be named here.
 DEPS := build-essential cmake pkg-config git \
-  libopenblas-dev libdnnl-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools \
+  libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools \
   libboost-program-options-dev libyaml-cpp-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libsentencepiece-dev sentencepiece libicu-dev \
