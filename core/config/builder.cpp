@@ -42,6 +42,14 @@ YAML::Node read_yaml(const std::string& path, const std::string& included_from) 
 }
 
 std::string suggestion(const std::string& key) {
+  // The words other tools use for inheritance (Hydra's defaults, Compose's extends, ...) are too
+  // far from "base" for the edit distance, so they are named here.
+  static const std::set<std::string> inheritance_words = {
+      "inherit", "inherits", "extends", "extend",  "include", "includes",
+      "import",  "imports",  "parent",  "parents", "defaults"};
+  if (inheritance_words.count(key) > 0) {
+    return " (to inherit from other files, write 'base: other.yaml' or a list of files)";
+  }
   std::vector<std::string> candidates = {"base", "sweep"};
   std::set<std::string> sections;
   for (const Option& option : options()) {
