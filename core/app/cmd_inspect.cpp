@@ -172,7 +172,11 @@ int run_inspect(const std::vector<std::string>& args) {
   std::printf("  steps            %.0f of %s\n", last_step,
               config_value(run, "train.steps").c_str());
   const auto reason = run.summary_texts.find("stop_reason");
-  if (reason != run.summary_texts.end()) {
+  if (reason != run.summary_texts.end() && run.status == io::RunStatus::running) {
+    // A resumed run keeps its earlier stop's summary until it ends again (as status shows it).
+    std::printf("  stopped by       - (running again since its stop by %s)\n",
+                reason->second.c_str());
+  } else if (reason != run.summary_texts.end()) {
     std::printf("  stopped by       %s", reason->second.c_str());
     const auto epochs = run.summary_numbers.find("epochs");
     if (epochs != run.summary_numbers.end()) std::printf(" after %.2f epochs", epochs->second);

@@ -270,6 +270,16 @@ def test_a_run_resumed_under_patience_stops_where_an_uninterrupted_one_does(attn
     process.communicate(timeout=300)
     assert process.returncode == 3
     assert summary(interrupted / "run.h5")["stop_reason"] == "preempted"
+    assert "stopped by       preempted" in run_attnlab(attnlab, "inspect", interrupted).stdout
+    # While it trains again its log says running beside the earlier stop's summary: inspect (as
+    # status) does not call that run stopped.
+    training_again = tmp_path / "training-again"
+    training_again.mkdir()
+    shutil.copy(interrupted / "run.h5", training_again / "run.h5")
+    with h5py.File(training_again / "run.h5", "r+") as f:
+        f.attrs["status"] = "running"
+    inspect = run_attnlab(attnlab, "inspect", training_again).stdout
+    assert "stopped by       - (running again since its stop by preempted)" in inspect, inspect
     resumed = train(attnlab, interrupted, *STOP, *SHRINK, steps=2000)
     assert "resuming" in resumed.stderr
     for group, column in (("eval", "step"), ("eval", "loss"), ("train", "loss"), ("train", "lr")):
