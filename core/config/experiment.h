@@ -53,7 +53,10 @@ struct LrConfig {
   LrSchedule::Kind schedule = LrSchedule::Kind::kNoam;
   int64_t warmup = 4000;  // warmup steps (noam, inverse_sqrt)
   double scale = 1.0;     // noam: multiplies d_model^-0.5 * min(...)
-  double peak = 1e-3;     // constant: the rate; inverse_sqrt: the rate at the end of warmup
+  double peak = 1e-3;     // constant: the rate; inverse_sqrt, cosine: the rate at the end of warmup
+  // A linear cool-down to zero over the last `cooldown` steps of train.steps, on top of any
+  // schedule (noam or inverse_sqrt with a cool-down is a fixed budget, like cosine); 0 = none.
+  int64_t cooldown = 0;
   // Reduce on plateau (fairseq's --lr-shrink/--lr-patience, Marian's --lr-decay-strategy
   // stalled): after shrink_patience dev evaluations without a gain (StopConfig), the schedule's
   // rate is multiplied by `shrink` from then on; 0 = off. No shrink happens at an evaluation
@@ -100,6 +103,10 @@ struct EvalConfig {
   std::string checkpoint = "newest";  // newest | best: parameters of the final evaluation
   bool bleu_during_training = false;
   bool final_bleu = false;  // dev BLEU at the final evaluation even without bleu_during_training
+  // Splits ("dev", "test") that `attnlab train` decodes with beam search once the run has
+  // completed, from the final evaluation's parameters, into /eval_<split> (as `attnlab eval`
+  // does). Nothing in training reads them: the test split is scored, never used to choose.
+  std::vector<std::string> decode_splits;
 };
 
 struct LogConfig {

@@ -355,13 +355,19 @@ std::vector<Option> build_options() {
       number(ATTNLAB_FIELD(train.optimizer.beta1), kProbability, "Adam beta1"),
       number(ATTNLAB_FIELD(train.optimizer.beta2), kProbability, "Adam beta2"),
       number(ATTNLAB_FIELD(train.optimizer.eps), kPositive, "Adam epsilon"),
-      parsed(ATTNLAB_FIELD(train.lr.schedule), "noam | constant | inverse_sqrt", LrSchedule::parse,
-             LrSchedule::name, "noam: scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)"),
+      parsed(ATTNLAB_FIELD(train.lr.schedule), "noam | constant | inverse_sqrt | cosine",
+             LrSchedule::parse, LrSchedule::name,
+             "noam: scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5); cosine: linear "
+             "warmup to peak, then peak * (1 + cos(pi * progress)) / 2, zero at train.steps"),
       integer(ATTNLAB_FIELD(train.lr.warmup), 0, kNoMax,
-              "warmup steps (noam, inverse_sqrt); 0 = none (constant, inverse_sqrt)"),
+              "warmup steps (noam, inverse_sqrt, cosine); 0 = none (constant, inverse_sqrt, "
+              "cosine)"),
       number(ATTNLAB_FIELD(train.lr.scale), kPositive, "noam: multiplies the schedule"),
       number(ATTNLAB_FIELD(train.lr.peak), kPositive,
-             "constant: the rate; inverse_sqrt: the rate at the end of warmup"),
+             "constant: the rate; inverse_sqrt, cosine: the rate at the end of warmup"),
+      integer(ATTNLAB_FIELD(train.lr.cooldown), 0, kNoMax,
+              "steps of a linear cool-down to zero at train.steps, on top of the schedule (a "
+              "fixed budget); 0 = none"),
       number(ATTNLAB_FIELD(train.lr.shrink), kShrinkFactor,
              "multiplies the rate after train.lr.shrink_patience stalled dev evaluations"),
       integer(
@@ -395,6 +401,9 @@ std::vector<Option> build_options() {
               "beam-search BLEU at every evaluation, not only at the end"),
       boolean(ATTNLAB_FIELD(eval.final_bleu),
               "beam-search dev BLEU at the final evaluation (implied by bleu_during_training)"),
+      text_list(ATTNLAB_FIELD(eval.decode_splits),
+                "splits (dev, test) decoded with beam search into /eval_<split> once the run has "
+                "completed, from the final evaluation's parameters (as attnlab eval does)"),
 
       text(ATTNLAB_FIELD(log.dir), "runs go to <dir>/<sweep>/<run_id>/ or <dir>/<name>/"),
       integer(ATTNLAB_FIELD(log.every), 1, kNoMax, "steps between rows in /train"),

@@ -27,6 +27,54 @@ std::string billions(double count) {
   return out.str();
 }
 
+// A fixed budget (cosine, or a cool-down) decays the rate to zero at train.steps, so that every
+// run of a table ends on the same schedule; the rules that end a run or cut its rate where its dev
+// evaluations stall would bring that dependence back, so they are refused beside it.
+std::optional<RuleViolation> check_fixed_budget(const ExperimentConfig& c) {
+  const LrConfig& lr = c.train.lr;
+  const int64_t steps = c.train.steps;
+  if (lr.schedule == LrSchedule::Kind::kCosine && lr.warmup >= steps) {
+    return RuleViolation{{"train.lr.warmup", "train.steps"},
+                         concat("train.lr.warmup (", lr.warmup, ") must be below train.steps (",
+                                steps, ") for the cosine schedule to decay after it")};
+  }
+  if (lr.schedule == LrSchedule::Kind::kCosine && lr.cooldown > 0) {
+    return RuleViolation{{"train.lr.cooldown", "train.lr.schedule"},
+                         concat("train.lr.cooldown (", lr.cooldown,
+                                ") adds a decay to zero, but the cosine schedule already reaches "
+                                "zero at train.steps; set train.lr.cooldown to 0")};
+  }
+  if (lr.cooldown > 0 && lr.warmup + lr.cooldown > steps) {
+    return RuleViolation{
+        {"train.lr.cooldown", "train.lr.warmup", "train.steps"},
+        concat("train.lr.warmup (", lr.warmup, ") + train.lr.cooldown (", lr.cooldown,
+               ") must be <= train.steps (", steps, "): the cool-down starts after warmup")};
+  }
+  const bool fixed_budget = lr.schedule == LrSchedule::Kind::kCosine || lr.cooldown > 0;
+  if (!fixed_budget) return std::nullopt;
+  const char* why =
+      " ends a fixed-budget schedule (cosine or train.lr.cooldown) before its rate "
+      "reaches zero at train.steps";
+  if (lr.shrink_patience > 0) {
+    return RuleViolation{{"train.lr.shrink_patience", "train.lr.schedule"},
+                         concat("train.lr.shrink_patience (", lr.shrink_patience,
+                                ") cuts the rate where dev evaluations stall, which a fixed-budget "
+                                "schedule (cosine or train.lr.cooldown) is meant not to do; set it "
+                                "to 0")};
+  }
+  if (c.train.stop.patience > 0) {
+    return RuleViolation{
+        {"train.stop.patience", "train.lr.schedule"},
+        concat("train.stop.patience (", c.train.stop.patience, ")", why, "; set it to 0")};
+  }
+  if (c.train.max_epochs > 0) {
+    return RuleViolation{{"train.max_epochs", "train.lr.schedule"},
+                         concat("train.max_epochs (", c.train.max_epochs, ")", why,
+                                "; set it to 0 and size train.steps instead")};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
@@ -105,6 +153,19 @@ std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
                          concat("train.lr.warmup must be >= 1 for the noam schedule (it divides "
                                 "by warmup^1.5), got ",
                                 lr.warmup)};
+  }
+  if (std::optional<RuleViolation> budget = check_fixed_budget(c)) return budget;
+  for (const std::string& split : c.eval.decode_splits) {
+    if (split != "dev" && split != "test") {
+      return RuleViolation{
+          {"eval.decode_splits"},
+          concat("eval.decode_splits names '", split, "'; the splits are dev and test")};
+    }
+    if (c.data.task != DataTask::kCorpus) {
+      return RuleViolation{{"eval.decode_splits", "data.task"},
+                           concat("eval.decode_splits decodes text splits, which only data.task "
+                                  "corpus has")};
+    }
   }
   if (c.eval.average_last > c.train.keep_checkpoints) {
     return RuleViolation{

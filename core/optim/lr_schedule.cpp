@@ -12,7 +12,9 @@ LrSchedule::Kind LrSchedule::parse(const std::string& text) {
   if (text == "noam") return Kind::kNoam;
   if (text == "constant") return Kind::kConstant;
   if (text == "inverse_sqrt") return Kind::kInverseSqrt;
-  CHECK(false) << "train.lr.schedule '" << text << "' must be noam, constant or inverse_sqrt";
+  if (text == "cosine") return Kind::kCosine;
+  CHECK(false) << "train.lr.schedule '" << text
+               << "' must be noam, constant, inverse_sqrt or cosine";
   return Kind::kNoam;
 }
 
@@ -21,22 +23,44 @@ std::string LrSchedule::name(Kind kind) {
     case Kind::kNoam: return "noam";
     case Kind::kConstant: return "constant";
     case Kind::kInverseSqrt: return "inverse_sqrt";
+    case Kind::kCosine: return "cosine";
   }
   return "noam";
 }
 
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// The share of the way from `from` to `to` that `step` has gone, clamped to [0, 1].
+double progress(int64_t step, int64_t from, int64_t to) {
+  if (to <= from) return step >= to ? 1.0 : 0.0;
+  const double done = static_cast<double>(step - from) / static_cast<double>(to - from);
+  return std::clamp(done, 0.0, 1.0);
+}
+
+}  // namespace
+
 double LrSchedule::rate(int64_t step) const {
   const double s = static_cast<double>(std::max<int64_t>(step, 1));
   const double w = static_cast<double>(std::max<int64_t>(warmup, 1));
+  double base = peak;
   switch (kind) {
     case Kind::kNoam:
-      return scale / std::sqrt(static_cast<double>(d_model)) *
+      base = scale / std::sqrt(static_cast<double>(d_model)) *
              std::min(1.0 / std::sqrt(s), s * std::pow(w, -1.5));
-    case Kind::kConstant: return peak;
+      break;
+    case Kind::kConstant: base = peak; break;
     case Kind::kInverseSqrt:
-      return warmup <= 0 ? peak / std::sqrt(s) : peak * std::min(s / w, std::sqrt(w / s));
+      base = warmup <= 0 ? peak / std::sqrt(s) : peak * std::min(s / w, std::sqrt(w / s));
+      break;
+    case Kind::kCosine:
+      base = step < warmup ? peak * s / w
+                           : peak * 0.5 * (1.0 + std::cos(kPi * progress(step, warmup, total)));
+      break;
   }
-  return peak;
+  if (cooldown > 0) base *= 1.0 - progress(step, total - cooldown, total);
+  return base;
 }
 
 }  // namespace attnlab

@@ -24,6 +24,8 @@ LrSchedule schedule_from(const ExperimentConfig& c) {
   s.scale = c.train.lr.scale;
   s.peak = c.train.lr.peak;
   s.d_model = c.model.d_model;
+  s.total = c.train.steps;
+  s.cooldown = c.train.lr.cooldown;
   return s;
 }
 

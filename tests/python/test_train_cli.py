@@ -59,16 +59,22 @@ def test_a_run_writes_a_completed_log_and_is_never_overwritten(attnlab, tmp_path
     assert digest(log) == before, forced.stdout
 
 
-def test_sigterm_then_resume_equals_an_uninterrupted_run(attnlab, tmp_path):
+# A fixed budget: linear warmup to 2e-3 over 5 steps, then half a cosine to zero at train.steps.
+COSINE = ["--set", "train.lr.schedule=cosine", "--set", "train.lr.warmup=5",
+          "--set", "train.lr.peak=2e-3"]
+
+
+@pytest.mark.parametrize("schedule", [[], COSINE], ids=["inverse_sqrt", "cosine"])
+def test_sigterm_then_resume_equals_an_uninterrupted_run(attnlab, tmp_path, schedule):
     steps = 40
     straight = tmp_path / "straight"
     train(attnlab, straight, "--set", "model.dropout=0.1", "--set", "train.checkpoint_every=5",
-          steps=steps)
+          *schedule, steps=steps)
 
     # The interrupted run: SIGTERM once progress passes a tenth of the run.
     interrupted = tmp_path / "interrupted"
     command = [str(attnlab), "train", "-c", str(TASK), *TINY, "--set", f"train.steps={steps}",
-               "--set", "model.dropout=0.1", "--set", "train.checkpoint_every=5",
+               "--set", "model.dropout=0.1", "--set", "train.checkpoint_every=5", *schedule,
                "--out", str(interrupted)]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                env=attnlab_env())
@@ -83,12 +89,14 @@ def test_sigterm_then_resume_equals_an_uninterrupted_run(attnlab, tmp_path):
         stopped_at = int(f["train"]["step"][-1])
     assert stopped_at < steps
     resumed = train(attnlab, interrupted, "--set", "model.dropout=0.1",
-                    "--set", "train.checkpoint_every=5", steps=steps)
+                    "--set", "train.checkpoint_every=5", *schedule, steps=steps)
     assert "resuming" in resumed.stderr
     a = series(straight / "run.h5", "train", "loss")
     b = series(interrupted / "run.h5", "train", "loss")
     assert list(series(interrupted / "run.h5", "train", "step")) == list(range(1, steps + 1))
     np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(series(straight / "run.h5", "train", "lr"),
+                                  series(interrupted / "run.h5", "train", "lr"))
     last = f"ckpt/step_{steps}.h5"
     with h5py.File(straight / last, "r") as fa, h5py.File(interrupted / last, "r") as fb:
         for name in fa["params"]:
@@ -300,6 +308,50 @@ def test_a_run_resumed_under_patience_stops_where_an_uninterrupted_one_does(attn
     again = train(attnlab, interrupted, *STOP, *SHRINK, steps=2000)
     assert "completed (patience)" in again.stdout
     assert int(series(interrupted / "run.h5", "train", "step")[-1]) == stop_step
+
+
+def test_fixed_budget_schedules_log_their_formula_and_end_at_zero(attnlab, tmp_path):
+    steps, warmup, peak = 30, 5, 2e-3
+    cosine = tmp_path / "cosine"
+    train(attnlab, cosine, *COSINE, steps=steps)
+    step = series(cosine / "run.h5", "train", "step").astype(float)
+    progress = np.clip((step - warmup) / (steps - warmup), 0.0, 1.0)
+    expected = np.where(step < warmup, peak * step / warmup,
+                        peak * 0.5 * (1.0 + np.cos(np.pi * progress)))
+    lr = series(cosine / "run.h5", "train", "lr")
+    np.testing.assert_allclose(lr, expected, rtol=1e-12, atol=1e-18)
+    assert lr[-1] == 0.0 and lr.max() == pytest.approx(peak, rel=1e-12)
+    # inverse_sqrt (the task's schedule, here with a 10-step warmup) with a 10-step cool-down:
+    # the same rates up to step 20, then times (30 - step) / 10.
+    plain, cooled = tmp_path / "plain", tmp_path / "cooled"
+    train(attnlab, plain, "--set", "train.lr.warmup=10", steps=steps)
+    train(attnlab, cooled, "--set", "train.lr.warmup=10", "--set", "train.lr.cooldown=10",
+          steps=steps)
+    factor = np.clip((steps - step) / 10.0, 0.0, 1.0)
+    np.testing.assert_allclose(series(cooled / "run.h5", "train", "lr"),
+                               series(plain / "run.h5", "train", "lr") * factor,
+                               rtol=1e-12, atol=1e-18)
+    with h5py.File(cooled / "run.h5", "r") as f:
+        assert int(f["config"].attrs["train.lr.cooldown"]) == 10
+
+
+@pytest.mark.parametrize("settings, keys", [
+    (["train.lr.shrink_patience=2"], ["train.lr.shrink_patience", "fixed-budget"]),
+    (["train.stop.patience=2"], ["train.stop.patience", "fixed-budget"]),
+    (["train.max_epochs=1"], ["train.max_epochs", "fixed-budget"]),
+    (["train.lr.warmup=30"], ["train.lr.warmup", "train.steps"]),
+    (["train.lr.cooldown=5"], ["train.lr.cooldown", "already reaches zero"]),
+])
+def test_a_fixed_budget_refuses_rules_that_end_it_early(attnlab, tmp_path, settings, keys):
+    sets = [item for setting in settings for item in ("--set", setting)]
+    result = train(attnlab, tmp_path / "run", *COSINE, *sets, steps=30, check=False)
+    assert result.returncode == 2, result.stderr
+    for key in keys:
+        assert key in result.stderr, result.stderr
+    result = train(attnlab, tmp_path / "run", "--set", "train.lr.warmup=25",
+                   "--set", "train.lr.cooldown=10", steps=30, check=False)
+    assert result.returncode == 2
+    assert "train.lr.cooldown" in result.stderr and "after warmup" in result.stderr
 
 
 def test_max_epochs_stops_after_that_many_passes(attnlab, tmp_path):

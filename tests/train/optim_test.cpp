@@ -62,7 +62,41 @@ TEST(LrSchedule, InverseSqrtAndConstant) {
   EXPECT_NEAR(s.rate(400), 5e-4, 1e-12);
   s.kind = LrSchedule::Kind::kConstant;
   EXPECT_DOUBLE_EQ(s.rate(12345), 1e-3);
-  EXPECT_THROW(LrSchedule::parse("cosine"), Error);
+  EXPECT_THROW(LrSchedule::parse("linear"), Error);
+}
+
+// Values worked by hand: warmup 100 to a peak of 1e-3, the run ends at step 1100.
+TEST(LrSchedule, CosineWarmsUpThenFollowsHalfACosineToZeroAtTheLastStep) {
+  LrSchedule s;
+  s.kind = LrSchedule::parse("cosine");
+  EXPECT_EQ(LrSchedule::name(s.kind), "cosine");
+  s.peak = 1e-3;
+  s.warmup = 100;
+  s.total = 1100;
+  EXPECT_NEAR(s.rate(1), 1e-5, 1e-15);
+  EXPECT_NEAR(s.rate(50), 5e-4, 1e-15);
+  EXPECT_NEAR(s.rate(100), 1e-3, 1e-15);
+  EXPECT_NEAR(s.rate(350), 1e-3 * (1 + std::sqrt(0.5)) / 2, 1e-15);  // a quarter: cos(pi/4)
+  EXPECT_NEAR(s.rate(600), 5e-4, 1e-15);                             // half way: cos(pi/2) = 0
+  EXPECT_NEAR(s.rate(850), 1e-3 * (1 - std::sqrt(0.5)) / 2, 1e-15);
+  EXPECT_EQ(s.rate(1100), 0.0);
+  EXPECT_TRUE(s.fixed_budget());
+  s.kind = LrSchedule::Kind::kInverseSqrt;
+  EXPECT_FALSE(s.fixed_budget());
+}
+
+TEST(LrSchedule, ACooldownTakesAnyScheduleLinearlyToZeroOverTheLastSteps) {
+  LrSchedule noam;  // d_model 512, warmup 4000
+  noam.total = 10000;
+  LrSchedule cooled = noam;
+  cooled.cooldown = 2000;
+  EXPECT_TRUE(cooled.fixed_budget());
+  for (int64_t step : {1, 4000, 7999, 8000}) {
+    EXPECT_DOUBLE_EQ(cooled.rate(step), noam.rate(step)) << step;
+  }
+  EXPECT_NEAR(cooled.rate(9000), noam.rate(9000) * 0.5, 1e-18);
+  EXPECT_NEAR(cooled.rate(9500), noam.rate(9500) * 0.25, 1e-18);
+  EXPECT_EQ(cooled.rate(10000), 0.0);
 }
 
 }  // namespace
