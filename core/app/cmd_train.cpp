@@ -6,15 +6,33 @@
 #include <memory>
 
 #include "core/app/cli.h"
+#include "core/app/decoding_settings.h"
+#include "core/app/split_eval.h"
 #include "core/config/config.h"
 #include "core/dist/abort.h"
 #include "core/dist/comm.h"
+#include "core/train/corpus_source.h"
 #include "core/train/precision.h"
 #include "core/train/run.h"
 #include "core/util/path_name.h"
 
 namespace attnlab::cli {
 namespace {
+
+// eval.decode_splits of a completed run: each split that /eval_<split> has not yet scored at the
+// parameters of the run's final evaluation is decoded, so a run killed while decoding decodes
+// again when trained again, and a finished one is not decoded twice.
+void decode_splits(const std::string& run_dir) {
+  const ExperimentConfig stored = load_run_config(run_dir);
+  if (stored.eval.decode_splits.empty()) return;
+  const DecodingSettings settings = decoding_settings(po::variables_map(), stored);
+  const int64_t final_step = final_parameters_step(run_dir, settings);
+  for (const std::string& split : stored.eval.decode_splits) {
+    if (evaluated_step(run_dir, "eval_" + split) == final_step) continue;
+    SplitEvaluationRequest request{run_dir, split, "", settings, "train"};
+    evaluate_split(request);
+  }
+}
 
 int run_train(const std::vector<std::string>& args) {
   // First, so that a stop request during start-up (MPI, data, tokenizer) becomes a checkpoint
@@ -62,6 +80,7 @@ int run_train(const std::vector<std::string>& args) {
   if (values.count("sweep-id")) request.sweep_id = values["sweep-id"].as<std::string>();
   request.command_line = "attnlab train";
   for (const std::string& word : args) request.command_line += " " + word;
+  request.after_completion = decode_splits;
 
   // Before MPI starts, as for a missing data file: a rank on a CPU without native bf16 ends the
   // job with the usage exit code instead of leaving the others waiting in a collective.

@@ -510,9 +510,11 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
 
   RunStart start = decide_start(request, comm);
   if (start.kind == StartKind::kAlreadyCompleted) {
-    if (lead)
-      std::printf("%s is already completed; nothing to do (--force starts it again)\n",
+    if (lead) {
+      std::printf("%s is already completed; nothing to train (--force starts it again)\n",
                   start.dir.c_str());
+      if (request.after_completion) request.after_completion(start.dir);
+    }
     return 0;
   }
   if (lead) {
@@ -557,6 +559,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     return kExitPreempted;
   }
   finish_run(reporting);
+  if (lead && request.after_completion) request.after_completion(start.dir);
   return 0;
 }
 

@@ -2,6 +2,7 @@
 // progress, the HDF5 log, and the final summary and attention maps.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/config/experiment.h"
@@ -21,6 +22,9 @@ struct RunRequest {
   std::string sweep_id;
   bool force = false;  // a completed run starts again in a new directory (<out>.1, ...)
   bool quiet = false;  // no progress output
+  // Called on rank 0 with the run directory once the run is completed (now, or already before),
+  // while the directory is still locked: work that belongs to a finished run (decoding splits).
+  std::function<void(const std::string& dir)> after_completion;
 };
 
 // Trains (or resumes, or skips a completed run) and returns the process exit code:

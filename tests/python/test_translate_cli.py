@@ -107,6 +107,38 @@ def test_eval_writes_bleu_ppl_and_hypotheses(attnlab, trained):
         assert f.attrs["status"] == "completed", "eval leaves the run's status alone"
 
 
+def test_decode_splits_decode_a_completed_run_once_as_eval_does(attnlab, tmp_path):
+    work = make_workdir(tmp_path, steps=10)
+    decode = ["--set", "eval.decode_splits=[dev, test]", "--set", "eval.every=5"]
+    first = attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "run", *decode)
+    assert first.stdout.count("BLEU = ") == 2, first.stdout
+    run = work / "run"
+    with h5py.File(run / "run.h5", "r") as f:
+        stored = {split: dict(f[f"eval_{split}"].attrs) for split in ("dev", "test")}
+        assert f.attrs["status"] == "completed"
+    for split in ("dev", "test"):
+        lines = len((FIXTURE / f"{split}.en").read_text(encoding="utf-8").splitlines())
+        assert stored[split]["sentences"] == lines
+        assert stored[split]["step"] == 10 and stored[split]["beam"] == 2
+        assert len((run / f"hyp.{split}.txt").read_text(encoding="utf-8").splitlines()) == lines
+    # `attnlab eval` of the same parameters writes the same scores.
+    attnlab_in(attnlab, work, "eval", "run", "--split", "test", "--group", "again")
+    with h5py.File(run / "run.h5", "r") as f:
+        assert f["again"].attrs["bleu"] == stored["test"]["bleu"]
+        assert f["again"].attrs["ppl"] == stored["test"]["ppl"]
+    # Trained again: nothing to train and nothing to decode; with a split lost (a kill while it
+    # decoded), that split alone is decoded again.
+    again = attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "run", *decode)
+    assert "already completed" in again.stdout and "BLEU = " not in again.stdout
+    with h5py.File(run / "run.h5", "a") as f:
+        del f["eval_test"]
+    again = attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "run", *decode)
+    assert again.stdout.count("BLEU = ") == 1 and "run test (step 10" in again.stdout
+    bad = attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "other",
+                     "--set", "eval.decode_splits=[valid]", check=False)
+    assert bad.returncode == 2 and "eval.decode_splits" in bad.stderr and "'valid'" in bad.stderr
+
+
 def test_translate_round_trip_matches_eval_and_keeps_lines(attnlab, trained):
     attnlab_in(attnlab, trained, "eval", "run", "--split", "test", "--average", "0",
                "--group", "eval_test_newest")
