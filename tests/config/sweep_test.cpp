@@ -207,6 +207,7 @@ TEST(Experiments, EveryFileLoadsAndSweepsHaveTheirSizes) {
                                                      {"small/study-long.yaml", 16},
                                                      {"small/table3.yaml", 60},
                                                      {"small/pilot-lr.yaml", 24},
+                                                     {"small/pilot-budget.yaml", 8},
                                                      {"small/pilot-bf16.yaml", 4},
                                                      {"small/table3-plateau.yaml", 80},
                                                      {"studies/heads.yaml", 2},

@@ -1,0 +1,209 @@
+"""`python3 -m analysis.pilot_budget runs/pilot-budget --out docs/results/pilot-budget`: the pilot
+behind a fixed-budget recipe (experiments/small/pilot-budget.yaml): for every (row, rate), whether
+the row learns within the common prefix of the schedule, and the rate chosen.
+
+The rules, stated so that they can be checked:
+- A run *learns* when, at the end of the prefix, its decoder reads the source (decoder-encoder
+  attention entropy below IGNORES_SOURCE of uniform, analysis/source_attention.py) and its dev
+  NLL still falls: it dropped by at least FALLING_NATS over the last quarter of its evaluations
+  (a drop of 1% in dev PPL). A run that stalls, or one whose decoder is a language model of the
+  target side, does not.
+- The chosen rate is the one under which every row learns (every seed of every row); among those,
+  the one with the lowest geometric-mean dev PPL over the rows (the mean of log PPL), so that no
+  row's scale dominates. When no rate lets every row learn, there is no choice and the page says
+  which rows fail under which rate.
+
+Writes pilot.md (the table, the rule, the choice), pilot.csv and pilot_curves.png.
+"""
+
+import argparse
+import math
+import pathlib
+import sys
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from analysis.errors import AnalysisError  # noqa: E402
+from analysis.notes import read_notes  # noqa: E402
+from analysis.source_attention import IGNORES_SOURCE  # noqa: E402
+from analysis.sweep import load_sweep  # noqa: E402
+
+RATE = "train.lr.scale"
+# log(1.01): the dev NLL of a learning run falls by at least 1% of PPL over its last quarter.
+FALLING_NATS = math.log(1.01)
+
+
+def last_quarter_drop(steps, nll):
+    """Dev NLL at the start of the last quarter of the evaluations minus the last one (nats;
+    positive when it fell). The quarter spans at least two evaluations."""
+    nll = np.asarray(nll, dtype=float)
+    if len(nll) < 2:
+        return float("nan")
+    span = max(2, int(math.ceil(len(nll) / 4.0)) + 1)
+    window = nll[-span:]
+    return float(window[0] - window[-1])
+
+
+def learns(cross_attention, drop):
+    """The rule of the module docstring, on one run's two measurements."""
+    return bool(cross_attention < IGNORES_SOURCE and drop >= FALLING_NATS)
+
+
+def run_frame(sweep):
+    """One line per completed run: model row, rate, seed, dev PPL, cross-attention, drop,
+    learns."""
+    runs = sweep.runs[sweep.runs["status"] == "completed"]
+    if runs.empty:
+        raise AnalysisError(f"{sweep.directory}: no completed pilot run")
+    if RATE not in runs:
+        raise AnalysisError(f"{sweep.directory}: the runs do not vary {RATE}")
+    evaluation = sweep.series("eval")
+    records = []
+    for _, run in runs.iterrows():
+        curve = evaluation[evaluation["run_id"] == run["run_id"]].sort_values("step")
+        drop = last_quarter_drop(curve["step"], curve["nll"]) if len(curve) else float("nan")
+        cross = float(run.get("dev_cross_attention", float("nan")))
+        records.append({"row": model_row(run["row"]), "rate": float(run[RATE]),
+                        "seed": int(run["seed"]), "run_id": run["run_id"],
+                        "steps": int(run.get("steps", 0) or 0),
+                        "dev_ppl": float(run["dev_ppl"]), "dev_cross_attention": cross,
+                        "last_quarter_drop": drop, "learns": learns(cross, drop)})
+    return pd.DataFrame.from_records(records).sort_values(["row", "rate", "seed"])
+
+
+def model_row(name):
+    """The sweep row without its grid part ("C N=4.scale-0.2263" -> "C N=4")."""
+    return str(name).split(".")[0]
+
+
+def choose(frame):
+    """(rate, geometric-mean PPL, scores) for the rate under which every row learns with the
+    lowest geometric-mean dev PPL; rate None when no rate lets every row learn."""
+    rows = frame["row"].nunique()
+    scores = {}
+    for rate, part in frame.groupby("rate"):
+        if part["row"].nunique() < rows or not part["learns"].all():
+            continue
+        per_row = part.assign(log=np.log(part["dev_ppl"])).groupby("row")["log"].mean()
+        scores[float(rate)] = float(per_row.mean())
+    if not scores:
+        return None, float("nan"), scores
+    rate = min(scores, key=scores.get)
+    return rate, math.exp(scores[rate]), scores
+
+
+def peak_at_d_model_64(scale, warmup):
+    """noam's peak (at step = warmup) for d_model 64: scale * (64 * warmup)^-0.5."""
+    return scale / math.sqrt(64.0 * warmup)
+
+
+def curves(sweep, frame, path):
+    """Dev NLL against step, one panel per row, one line per rate and seed."""
+    evaluation = sweep.series("eval")
+    rows = sorted(frame["row"].unique())
+    rates = sorted(frame["rate"].unique())
+    colors = dict(zip(rates, plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(rates)))))
+    figure, axes = plt.subplots(1, len(rows), figsize=(4.6 * len(rows), 3.8), sharey=True,
+                                squeeze=False)
+    for axis, row in zip(axes[0], rows):
+        for _, run in frame[frame["row"] == row].iterrows():
+            curve = evaluation[evaluation["run_id"] == run["run_id"]].sort_values("step")
+            axis.plot(curve["step"], curve["nll"], color=colors[run["rate"]],
+                      linestyle="-" if run["learns"] else ":",
+                      label=f"scale {run['rate']:g}, seed {run['seed']}"
+                            + ("" if run["learns"] else " (does not learn)"))
+        axis.set_title(row)
+        axis.set_xlabel("step")
+        axis.grid(alpha=0.3)
+    axes[0][0].set_ylabel("dev NLL (nats per piece)")
+    for axis in axes[0]:
+        axis.legend(fontsize=7)
+    figure.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(figure)
+
+
+def markdown(sweep, frame, choice, warmup, notes=None):
+    rate, geometric, scores = choice
+    steps = sorted(set(frame["steps"]))
+    lines = [f"# Fixed-budget pilot ({sweep.name})", "",
+             f"Runs: `{sweep.directory}` ({len(frame)} completed of {len(sweep.runs)} declared; "
+             f"sweep file `{sweep.manifest.source if sweep.manifest else '?'}`), each "
+             f"{', '.join(map(str, steps))} steps of noam with warmup {warmup}: the prefix that "
+             "every budget under noam with a linear cool-down shares.", "",
+             "A run **learns** when its decoder reads the source (decoder-encoder attention "
+             f"entropy below {IGNORES_SOURCE:.2f} of uniform) and its dev NLL fell by at least "
+             f"{FALLING_NATS:.4f} nats (1% of PPL) over the last quarter of its evaluations. "
+             "The chosen rate lets every row learn and has the lowest geometric-mean dev PPL "
+             "over the rows.", "",
+             "| row | noam scale | peak at d_model 64 | seed | dev PPL | cross-attention "
+             "(of uniform) | last-quarter drop (nats) | learns |",
+             "|---|---|---|---|---|---|---|---|"]
+    for _, r in frame.iterrows():
+        lines.append(f"| {r['row']} | {r['rate']:g} | {peak_at_d_model_64(r['rate'], warmup):.2e} "
+                     f"| {r['seed']} | {r['dev_ppl']:.2f} | {r['dev_cross_attention']:.3f} "
+                     f"| {r['last_quarter_drop']:.4f} | {'yes' if r['learns'] else '**no**'} |")
+    lines.append("")
+    for value, part in frame.groupby("rate"):
+        failing = sorted(set(part.loc[~part["learns"], "row"]))
+        missing = sorted(set(frame["row"]) - set(part["row"]))
+        verdict = (f"every row learns; geometric-mean dev PPL {math.exp(scores[value]):.2f}"
+                   if value in scores else
+                   "; ".join(filter(None, [
+                       f"does not learn: {', '.join(failing)}" if failing else "",
+                       f"no run yet: {', '.join(missing)}" if missing else ""])))
+        lines.append(f"- scale {value:g} (peak {peak_at_d_model_64(value, warmup):.2e} at "
+                     f"d_model 64): {verdict}.")
+    lines.append("")
+    if rate is None:
+        lines.append("**No rate lets every row learn yet**: no choice is made.")
+    else:
+        lines.append(f"**Chosen: noam scale {rate:g}** (peak {peak_at_d_model_64(rate, warmup):.2e}"
+                     f" at d_model 64; geometric-mean dev PPL {geometric:.2f}).")
+    lines += ["", "![dev NLL curves](pilot_curves.png)", ""]
+    if notes:
+        lines += ["## Discussion", "", notes, ""]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m analysis.pilot_budget",
+                                     description="The fixed-budget pilot's table and choice.")
+    parser.add_argument("sweep", help="the pilot's sweep directory (runs/pilot-budget)")
+    parser.add_argument("--out", help="output directory (default: <sweep>/pilot)")
+    parser.add_argument("--notes", help="a Markdown file whose text goes into pilot.md as its "
+                        "Discussion section")
+    args = parser.parse_args(argv)
+    try:
+        sweep = load_sweep(args.sweep, with_attention=False)
+        frame = run_frame(sweep)
+        warmups = set(sweep.runs.loc[sweep.runs["status"] == "completed", "train.lr.warmup"])
+        if len(warmups) != 1:
+            raise AnalysisError(f"{sweep.directory}: the pilot's runs must share one warmup, "
+                                f"found {sorted(warmups)}")
+        warmup = int(next(iter(warmups)))
+        choice = choose(frame)
+        out = pathlib.Path(args.out) if args.out else sweep.directory / "pilot"
+        notes = read_notes(args.notes, out) if args.notes else None
+    except AnalysisError as error:
+        print(f"analysis.pilot_budget: {error}", file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out / "pilot.csv", index=False, float_format="%.10g")
+    curves(sweep, frame, out / "pilot_curves.png")
+    (out / "pilot.md").write_text(markdown(sweep, frame, choice, warmup, notes), encoding="utf-8")
+    rate = choice[0]
+    verdict = "no rate lets every row learn yet" if rate is None else f"chosen: noam scale {rate:g}"
+    print(f"{verdict}; written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
