@@ -21,7 +21,7 @@ const char* const kUsage =
     "       attnlab data text --src FILE --tgt FILE --out DIR [--src-lang L --tgt-lang L]\n"
     "            [--dev-src FILE --dev-tgt FILE | --dev-size N]\n"
     "            [--test-src FILE --test-tgt FILE | --test-size N]\n"
-    "            [--seed S] [--max-length N] [--max-ratio R] [--force]";
+    "            [--seed S] [--max-length N] [--max-ratio R] [--clean-held-out] [--force]";
 
 po::options_description bible_options() {
   po::options_description options("data bible options");
@@ -40,8 +40,7 @@ po::options_description text_options() {
       "source language, the output files' suffix (default src)");
   add("tgt-lang", po::value<std::string>(), "target language (default tgt)");
   add("dev-src", po::value<std::string>(),
-      "dev source text, cleaned by the same rules (default: dev is drawn from the cleaned "
-      "training pairs)");
+      "dev source text, kept as given (default: dev is drawn from the cleaned training pairs)");
   add("dev-tgt", po::value<std::string>(), "dev target text");
   add("test-src", po::value<std::string>(), "test source text (default: drawn as dev is)");
   add("test-tgt", po::value<std::string>(), "test target text");
@@ -56,6 +55,10 @@ po::options_description text_options() {
   add("max-ratio", po::value<double>(),
       "drop a pair whose longer side has more than R times the words of the shorter (default 3; "
       "0 = no limit)");
+  add("clean-held-out",
+      "drop pairs of given dev and test files by the training rules too (default: kept as "
+      "given, so that scores on them stay comparable; DATA_CARD.md counts what each rule would "
+      "have dropped)");
   add("force",
       "rewrite --out when it holds a corpus made from other inputs or options (refused "
       "otherwise; the same inputs and options again do nothing while DATA_CARD.md's checksums "
@@ -109,7 +112,8 @@ int run_text(const po::variables_map& values, const po::options_description& opt
     const std::string& name = option->long_name();
     if (!values.count(name)) continue;
     command.push_back("--" + name);
-    if (name != "force") command.push_back(text_of(values[name].value()));
+    const bool flag = option->semantic()->max_tokens() == 0;  // --force, --clean-held-out
+    if (!flag) command.push_back(text_of(values[name].value()));
   }
   return exit_code(run_python(command));
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """A parallel corpus of one's own: cleaned, split and written in the layout attnlab's configs read.
 
-Reads line-aligned source and target files (and dev and test files, when given), drops pairs with
-an empty side, pairs longer than --max-length words, pairs whose word-count ratio exceeds
---max-ratio, exact duplicates and training pairs that also occur in dev or test, counting each;
+Reads line-aligned source and target files (and dev and test files, when given), drops training
+pairs with an empty side, pairs longer than --max-length words, pairs whose word-count ratio
+exceeds --max-ratio, exact duplicates and pairs that also occur in dev or test, counting each;
+keeps given dev and test files as they are (a score on them stays comparable with anyone else's on
+the same files: the card counts what each rule would have dropped, and --clean-held-out drops it);
 draws dev and test from the training pairs (seeded) when they are not given; and writes
 train/dev/test.<lang>, DATA_CARD.md (inputs, what was dropped, splits, sha256 checksums) and
 experiment.yaml (experiments/small/base.yaml on this data). `attnlab data text` runs this script:
@@ -30,7 +32,8 @@ from datacard import (CARD, checksum_section, files_match_card, read_card, sha25
                       token_stats, write_atomic)
 
 # Bumped whenever the cleaning or the split changes; a card from another recipe is rebuilt.
-RECIPE_VERSION = 1
+# 2: given dev and test files are kept as given unless --clean-held-out.
+RECIPE_VERSION = 2
 
 PROG = "attnlab data text"
 DEFAULT_SRC_LANG = "src"
@@ -161,19 +164,37 @@ def input_files(args):
     return files
 
 
+def kept_as_given(pairs, max_length, max_ratio):
+    """(the pairs with whitespace around each line removed, Counter of what each rule would have
+    dropped, "kept" = every pair): a given dev or test file without --clean-held-out."""
+    _, counts = clean(pairs, max_length, max_ratio)
+    counts["kept"] = len(pairs)
+    return [(src.strip(), tgt.strip()) for src, tgt in pairs], counts
+
+
 def prepare(args):
-    """{split: pairs} and {split: counts of the split's input (None for a drawn split)}."""
+    """{split: pairs} and {split: counts of the split's input (None for a drawn split)}. For a
+    given dev or test file kept as given, the counts are of the pairs each rule would drop."""
     files = input_files(args)
     pairs, counts = {}, {}
     for split, (src, tgt) in files.items():
-        pairs[split], counts[split] = clean(read_pairs(src, tgt), args.max_length, args.max_ratio)
+        read = read_pairs(src, tgt)
+        if split == "train" or args.clean_held_out:
+            pairs[split], counts[split] = clean(read, args.max_length, args.max_ratio)
+        else:
+            pairs[split], counts[split] = kept_as_given(read, args.max_length, args.max_ratio)
     counts.setdefault("dev", None)
     counts.setdefault("test", None)
-    # Given dev and test pairs leave the training pairs, and dev pairs leave the test pairs.
+    # Given dev and test pairs leave the training pairs; dev pairs leave the test pairs only when
+    # held-out files are cleaned (else they are counted).
     held_out = set(pairs.get("dev", [])) | set(pairs.get("test", []))
     pairs["train"] = remove_pairs(pairs["train"], held_out, counts["train"])
     if "dev" in pairs and "test" in pairs:
-        pairs["test"] = remove_pairs(pairs["test"], set(pairs["dev"]), counts["test"])
+        if args.clean_held_out:
+            pairs["test"] = remove_pairs(pairs["test"], set(pairs["dev"]), counts["test"])
+        else:
+            in_dev = set(pairs["dev"])
+            counts["test"]["held_out"] += sum(pair in in_dev for pair in pairs["test"])
     for split in ("train", "dev", "test"):
         if split in pairs and not pairs[split]:
             src, tgt = files[split]
@@ -219,7 +240,8 @@ def stamp_of(args):
     options = {"src_lang": args.src_lang, "tgt_lang": args.tgt_lang,
                "max_length": args.max_length, "max_ratio": args.max_ratio,
                "seed": args.seed if drawn else None,  # splits drawn from the training pairs only
-               "dev_size": args.dev_size, "test_size": args.test_size}
+               "dev_size": args.dev_size, "test_size": args.test_size,
+               "clean_held_out": args.clean_held_out}
     return {"recipe": RECIPE_VERSION, "inputs": inputs, "options": options}
 
 
@@ -256,15 +278,43 @@ def rule_labels(args):
             ("held_out", "also in dev or test (train), in dev (test)"), ("kept", "kept")]
 
 
+def kept_whole(args, split):
+    """Whether a split is a given file kept as given (its counts say what rules would drop)."""
+    return split != "train" and getattr(args, f"{split}_src") is not None \
+        and not args.clean_held_out
+
+
 def cleaning_table(args, counts):
-    """Rows of (label, train, dev, test) cells; "-" for a drawn split."""
+    """Rows of (label, train, dev, test) cells; "-" for a drawn split, "(n)" for what a rule
+    would have dropped from a split kept as given."""
     rows = []
     for key, label in rule_labels(args):
         cells = []
         for split in SPLITS:
-            cells.append("-" if counts[split] is None else str(counts[split][key]))
+            if counts[split] is None:
+                cells.append("-")
+            elif kept_whole(args, split) and key not in ("read", "kept"):
+                cells.append(f"({counts[split][key]})")
+            else:
+                cells.append(str(counts[split][key]))
         rows.append((label, *cells))
     return rows
+
+
+def held_out_policy(args):
+    """How given dev and test files were treated, in a sentence for the card and the console."""
+    given = [split for split in ("dev", "test") if getattr(args, f"{split}_src") is not None]
+    if not given:
+        return ""
+    names = " and ".join(given)
+    if args.clean_held_out:
+        return (f"The given {names} file{'s were' if len(given) > 1 else ' was'} cleaned by the "
+                "same rules (--clean-held-out): a score on them is not comparable with one on "
+                "the original files.")
+    return (f"The given {names} file{'s are' if len(given) > 1 else ' is'} kept as given (only "
+            "whitespace around each line removed), so that a score on them is comparable with "
+            "anyone else's on the same files; a number in brackets counts the pairs the rule "
+            "would have dropped (--clean-held-out drops them).")
 
 
 def origin(args, split):
@@ -305,9 +355,8 @@ def write_card(args, stamp, pairs, counts):
         "Lines are read as `attnlab train` reads them (split at `\\n`, a `\\r` before it and a "
         "byte-order mark at the start of a file removed; invalid UTF-8 is refused, naming file "
         "and line), and whitespace around each line is removed. A pair is then dropped for the "
-        "first of these rules it fails, in this order; words are whitespace-separated. Pairs of "
-        "a given dev or test file are cleaned by the same rules; a split drawn from the training "
-        "pairs (`-`) has no input of its own.",
+        "first of these rules it fails, in this order; words are whitespace-separated. A split "
+        "drawn from the training pairs (`-`) has no input of its own. " + held_out_policy(args),
         "",
         "| pairs | train input | dev input | test input |",
         "|---|---|---|---|",
@@ -329,7 +378,11 @@ def write_card(args, stamp, pairs, counts):
                      f"{src_median} / {src_max} | {tgt_median} / {tgt_max} | "
                      f"{origin(args, split)} |")
     total = sum(len(p) for p in pairs.values())
-    lines += ["", f"Total: {total} pairs; no pair occurs in two splits.", ""]
+    shared = len(set(pairs["dev"]) & set(pairs["test"]))
+    overlap = ("no pair occurs in two splits" if not shared else
+               f"no training pair occurs in dev or test; {shared} test pair"
+               f"{'s occur' if shared > 1 else ' occurs'} in dev too (kept as given)")
+    lines += ["", f"Total: {total} pairs; {overlap}.", ""]
     lines += checksum_section(out_dir, output_names(langs))
     lines += [
         "",
@@ -403,6 +456,9 @@ def print_cleaning(args, counts, log):
         f"{'test':>8}")
     for label, *cells in rows:
         log(f"  {label:<{width}}  {cells[0]:>8} {cells[1]:>8} {cells[2]:>8}")
+    policy = held_out_policy(args)
+    if policy:
+        log(policy)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -538,6 +594,10 @@ def parser():
     add("--max-ratio", type=float, default=DEFAULT_MAX_RATIO,
         help="drop pairs whose longer side has more than this times the words of the shorter "
              "(default %(default)g; 0: no limit)")
+    add("--clean-held-out", action="store_true",
+        help="drop pairs of given dev and test files by the training rules too (default: kept "
+             "as given, so that scores on them stay comparable; the card counts what each rule "
+             "would have dropped)")
     add("--force", action="store_true",
         help="rewrite --out when it holds a corpus made from other inputs or options")
     return parse

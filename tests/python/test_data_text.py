@@ -92,13 +92,14 @@ def console_cleaning(stdout):
     return {label: tuple(cells) for label, *cells in rows if cells != ["train", "dev", "test"]}
 
 
+# Given dev and test files are kept as given: their cells count what a rule would have dropped.
 EXPECTED = {
     "pairs read": ("45", "6", "4"),
-    "empty line on either side": ("2", "0", "0"),
-    "more than 250 words on a side": ("1", "0", "0"),
-    "word-count ratio above 3": ("1", "0", "0"),
-    "exact duplicate of an earlier pair": ("1", "0", "0"),
-    "also in dev or test (train), in dev (test)": ("1", "0", "0"),
+    "empty line on either side": ("2", "(0)", "(0)"),
+    "more than 250 words on a side": ("1", "(0)", "(0)"),
+    "word-count ratio above 3": ("1", "(0)", "(0)"),
+    "exact duplicate of an earlier pair": ("1", "(0)", "(0)"),
+    "also in dev or test (train), in dev (test)": ("1", "(0)", "(0)"),
     "kept": ("39", "6", "4"),
 }
 
@@ -119,6 +120,44 @@ def test_every_defect_is_counted_on_the_console_and_in_the_card(prepared):
     assert card_cleaning(card) == {label: list(cells) for label, cells in EXPECTED.items()}
     assert console_cleaning(result.stdout) == EXPECTED
     assert "wrote train 39, dev 6, test 4 pairs" in result.stdout
+
+
+def defective_held_out(tmp_path):
+    """Clean training pairs, and dev and test files with a pair each rule would drop: test has
+    a ratio outlier, a duplicate, an empty target and a pair that is also in dev."""
+    train = [good_pair(i) for i in range(40)]
+    dev = [(f"a dev sentence {i}", f"ein Dev-Satz {i}") for i in range(5)]
+    test = [("a test sentence", "ein Testsatz"), ("yes", "ja , das ist so"),
+            ("a test sentence", "ein Testsatz"), ("an untranslated line", ""), dev[2],
+            ("the last test sentence", "der letzte Testsatz")]
+    files = {}
+    for split, pairs in (("train", train), ("dev", dev), ("test", test)):
+        files[f"{split}-src"] = write_lines(tmp_path / f"{split}.in.en", [p[0] for p in pairs])
+        files[f"{split}-tgt"] = write_lines(tmp_path / f"{split}.in.de", [p[1] for p in pairs])
+    return files, dev, test
+
+
+def test_given_test_and_dev_files_are_kept_as_given_unless_asked(attnlab, tmp_path):
+    files, dev, test = defective_held_out(tmp_path)
+    kept = prepare(attnlab, tmp_path / "kept", files)
+    assert read_pairs(tmp_path / "kept", "test") == test, "every line, in order"
+    assert read_pairs(tmp_path / "kept", "dev") == dev
+    counts = console_cleaning(kept.stdout)
+    card = (tmp_path / "kept" / "DATA_CARD.md").read_text(encoding="utf-8")
+    assert card_cleaning(card) == {label: list(cells) for label, cells in counts.items()}
+    # Rules apply in order: the empty target, the ratio 1:5, the repeat, the pair in dev.
+    assert [counts[label][2] for label in EXPECTED] == ["6", "(1)", "(0)", "(1)", "(1)", "(1)",
+                                                        "6"]
+    assert "kept as given" in kept.stdout and "kept as given" in card
+    assert "1 test pair occurs in dev too" in card
+    assert "wrote train 40, dev 5, test 6 pairs" in kept.stdout
+
+    cleaned = prepare(attnlab, tmp_path / "cleaned", files, "--clean-held-out")
+    counts = console_cleaning(cleaned.stdout)
+    assert [counts[label][2] for label in EXPECTED] == ["6", "1", "0", "1", "1", "1", "2"]
+    assert read_pairs(tmp_path / "cleaned", "test") == [test[0], test[5]]
+    assert "wrote train 40, dev 5, test 2 pairs" in cleaned.stdout
+    assert "--clean-held-out" in (tmp_path / "cleaned" / "DATA_CARD.md").read_text("utf-8")
 
 
 def test_the_files_hold_the_cleaned_pairs_in_order(prepared):
@@ -276,7 +315,7 @@ def test_sizes_and_a_given_dev_with_a_drawn_test(attnlab, tmp_path):
     # Pair 3 is in the given dev: it leaves train before test is drawn from the 49 others.
     assert "wrote train 42, dev 2, test 7 (drawn, seed 1) pairs" in result.stdout
     assert console_cleaning(result.stdout)["also in dev or test (train), in dev (test)"] == \
-        ("1", "0", "-")
+        ("1", "(0)", "-")
     assert good_pair(3) not in read_pairs(out, "train") + read_pairs(out, "test")
     # A size for a split given as files is a usage error.
     result = prepare(attnlab, tmp_path / "other", files, "--dev-size", "3", check=False)
