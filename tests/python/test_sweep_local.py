@@ -550,3 +550,26 @@ def test_a_damaged_run_file_shows_as_damaged_and_the_sweep_resumes_it(attnlab, t
     with h5py.File(log, "r") as f:
         assert f.attrs["status"] == "completed"
     assert final_dev_loss() == expected
+
+
+def test_a_sweep_whose_corpus_is_missing_launches_nothing_and_says_why(attnlab, tmp_path):
+    corpus = """\
+base: {base}
+name: nodata
+data: {{train: {{src: {missing}/train.en, tgt: {missing}/train.es}},
+       dev: {{src: {missing}/dev.en, tgt: {missing}/dev.es}},
+       test: {{src: {missing}/test.en, tgt: {missing}/test.es}}}}
+sweep: {{seeds: [1, 2]}}
+"""
+    missing = tmp_path / "not-made-yet"
+    path = tmp_path / "nodata.yaml"
+    path.write_text(corpus.format(base=ROOT / "experiments" / "small" / "tiny.yaml",
+                                  missing=missing))
+    for extra in (["--dry-run"], []):
+        result = run_attnlab(attnlab, "sweep", path, "--launcher", "local", "--out",
+                             tmp_path / "runs", *extra, check=False)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert f"data.train.src: {missing}/train.en does not exist" in result.stderr
+        assert "none of the 2 run(s) to launch was started" in result.stderr
+        assert "launching" not in result.stdout and "would launch" not in result.stdout
+    assert not list((tmp_path / "runs").rglob("run.h5"))
