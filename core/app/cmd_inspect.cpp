@@ -24,6 +24,41 @@ std::string config_value(const io::RunContents& run, const std::string& key) {
   return "?";
 }
 
+// Every model.* key the run stored, as key=value, wrapped under the "model" label.
+void print_model_keys(const io::RunContents& run) {
+  constexpr size_t kWidth = 100;
+  const std::string indent(19, ' ');
+  std::string line = "  model            ";
+  bool first = true;
+  for (const auto& [name, value] : run.config) {
+    if (name.rfind("model.", 0) != 0) continue;
+    const std::string item = name.substr(6) + "=" + value;
+    if (!first && line.size() + 1 + item.size() > kWidth) {
+      std::printf("%s\n", line.c_str());
+      line = indent;
+      first = true;
+    }
+    line += (first ? "" : " ") + item;
+    first = false;
+  }
+  std::printf("%s\n", line.c_str());
+}
+
+// The last step the run trained: /summary steps for a run that ended (a stop rule ends it
+// between logged rows), else the newer of the last logged row and the newest checkpoint.
+int64_t last_step(const io::RunContents& run, const io::CheckpointDir& checkpoints) {
+  double step = run.train.rows > 0 ? run.train.column("step").back() : 0.0;
+  const auto summary = run.summary_numbers.find("steps");
+  if (summary != run.summary_numbers.end() && run.status != io::RunStatus::running) {
+    step = std::max(step, summary->second);
+  }
+  const std::vector<int64_t> saved = checkpoints.steps();
+  if (!saved.empty()) {
+    step = std::max(step, static_cast<double>(*std::max_element(saved.begin(), saved.end())));
+  }
+  return static_cast<int64_t>(step);
+}
+
 // "last 1.2345 (step 800), best 1.1000 (step 600)" for one eval or train column.
 void print_metric(const io::SeriesData& series, const std::string& column, bool lower_is_better) {
   if (series.rows == 0) return;
@@ -159,17 +194,9 @@ int run_inspect(const std::vector<std::string>& args) {
   std::printf("  ranks x threads  %ld x %ld, seed %ld\n", static_cast<long>(run.info.world_size),
               static_cast<long>(run.info.threads), static_cast<long>(run.info.seed));
   std::printf("  task             %s\n", config_value(run, "data.task").c_str());
-  std::printf(
-      "  model            N=%s+%s d_model=%s d_ff=%s h=%s d_k=%s d_v=%s norm=%s "
-      "positions=%s scale=%s\n",
-      config_value(run, "model.encoder_layers").c_str(),
-      config_value(run, "model.decoder_layers").c_str(), config_value(run, "model.d_model").c_str(),
-      config_value(run, "model.d_ff").c_str(), config_value(run, "model.heads").c_str(),
-      config_value(run, "model.d_k").c_str(), config_value(run, "model.d_v").c_str(),
-      config_value(run, "model.norm").c_str(), config_value(run, "model.positions").c_str(),
-      config_value(run, "model.attention_scale").c_str());
-  const double last_step = run.train.rows > 0 ? run.train.column("step").back() : 0.0;
-  std::printf("  steps            %.0f of %s\n", last_step,
+  print_model_keys(run);
+  const io::CheckpointDir checkpoints((fs::path(dir) / "ckpt").string());
+  std::printf("  steps            %ld of %s\n", static_cast<long>(last_step(run, checkpoints)),
               config_value(run, "train.steps").c_str());
   const auto reason = run.summary_texts.find("stop_reason");
   if (reason != run.summary_texts.end() && run.status == io::RunStatus::running) {
@@ -197,7 +224,6 @@ int run_inspect(const std::vector<std::string>& args) {
       std::printf("  %-28s %.6g\n", name.c_str(), value);
     }
   }
-  const io::CheckpointDir checkpoints((fs::path(dir) / "ckpt").string());
   const std::vector<int64_t> steps = checkpoints.steps();
   const fs::path best = fs::path(dir) / "ckpt" / "best.h5";
   const bool has_best = fs::exists(best);

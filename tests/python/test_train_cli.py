@@ -495,3 +495,21 @@ def test_inspect_exports_the_run_as_json_and_its_series_as_csv(attnlab, tmp_path
     assert [float(r["loss"]) for r in rows] == exported["eval"]["loss"]
     bad = run_attnlab(attnlab, "inspect", out, "--csv", "summary", check=False)
     assert bad.returncode == 2
+
+
+def test_inspect_shows_every_model_key_and_the_step_the_run_ended_at(attnlab, tmp_path):
+    # Rows every 7 steps and a patience stop at an evaluation (every 10): the run ends between
+    # two logged rows.
+    out = tmp_path / "run"
+    train(attnlab, out, *STOP, "--set", "log.every=7", "--set", "model.norm_type=rmsnorm",
+          steps=2000)
+    stop_step = int(summary(out / "run.h5")["steps"])
+    assert stop_step < 2000 and series(out / "run.h5", "train", "step")[-1] < stop_step
+    shown = run_attnlab(attnlab, "inspect", out).stdout
+    assert f"steps            {stop_step} of 2000" in shown, shown
+    with h5py.File(out / "run.h5", "r") as f:
+        keys = [name for name in f["config"].attrs if name.startswith("model.")]
+    model = shown.split("  model", 1)[1].split("  steps", 1)[0]
+    for key in keys:
+        assert f" {key[len('model.'):]}=" in model, key
+    assert " norm_type=rmsnorm" in model
