@@ -115,6 +115,8 @@ int run_plan(const std::vector<std::string>& args) {
   options.add_options()("file", po::value<std::string>(), "sweep YAML")(
       "profile", po::value<std::string>(),
       "cluster profile: cores_per_node, network_bandwidth, network_latency_us")(
+      "profile-set", po::value<std::vector<std::string>>()->composing(),
+      "override one profile key, KEY=VALUE with VALUE in YAML (repeatable)")(
       "rate", po::value<double>(),
       "training GFLOP/s per core (default: measured from the sweep's finished runs under --out, "
       "else by a short calibration run here)")(
@@ -129,9 +131,9 @@ int run_plan(const std::vector<std::string>& args) {
   }
   if (!values.count("file")) throw UsageError("plan needs a sweep file: attnlab plan SWEEP");
   const config::Sweep sweep = config::expand(values["file"].as<std::string>());
-  const cluster::SlurmProfile profile =
-      values.count("profile") ? cluster::load_profile(values["profile"].as<std::string>())
-                              : cluster::SlurmProfile{};
+  const cluster::SlurmProfile profile = cluster::load_profile(
+      values.count("profile") ? values["profile"].as<std::string>() : std::string(),
+      strings(values, "profile-set"));
   cluster::CostModel model;
   model.cores_per_node =
       profile.cores_per_node > 0 ? profile.cores_per_node : cluster::available_cores();

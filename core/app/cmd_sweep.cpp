@@ -76,16 +76,15 @@ std::map<std::string, std::string> slurm_states(const std::string& sweep_dir) {
 }
 
 // --profile, else the experiment's cluster.profile (relative to here or to the sweep file), else
-// the built-in defaults.
+// the built-in defaults; then the --profile-set overrides.
 cluster::SlurmProfile find_profile(const po::variables_map& values, const config::Sweep& sweep) {
   std::string path = values.count("profile") ? values["profile"].as<std::string>()
                                              : sweep.runs.front().config.cluster.profile;
-  if (path.empty()) return cluster::SlurmProfile{};
-  if (!values.count("profile") && !fs::exists(path)) {
+  if (!path.empty() && !values.count("profile") && !fs::exists(path)) {
     const fs::path beside = fs::path(sweep.source).parent_path() / path;
     if (fs::exists(beside)) path = beside.string();
   }
-  return cluster::load_profile(path);
+  return cluster::load_profile(path, strings(values, "profile-set"));
 }
 
 // The position of `run` in sweep.runs.
@@ -419,6 +418,9 @@ int run_sweep(const std::vector<std::string>& args) {
       "local (this machine, mpirun when a run has several ranks) or slurm (one job array)")(
       "profile", po::value<std::string>(),
       "cluster profile YAML for slurm (default: the experiment's cluster.profile)")(
+      "profile-set", po::value<std::vector<std::string>>()->composing(),
+      "override one profile key, KEY=VALUE with VALUE in YAML (repeatable; e.g. "
+      "--profile-set time=04:00:00)")(
       "dry-run",
       "expand, print the runs and the plan, write the manifest (and the sbatch "
       "script for slurm); launch nothing")("retry-failed",

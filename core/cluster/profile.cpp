@@ -95,12 +95,9 @@ void validate(const SlurmProfile& profile, const std::string& where) {
   }
 }
 
-SlurmProfile load_profile(const std::string& path) {
-  const YamlNode root = config::read_yaml_file(path, "the cluster profile");
-  SlurmProfile profile;
-  profile.source = path;
-  if (root.is_null()) return profile;
-  if (!root.is_map()) throw ConfigError(path + ": a cluster profile is a mapping of keys");
+namespace {
+
+const std::set<std::string>& profile_keys() {
   static const std::set<std::string> known = {"partition",
                                               "account",
                                               "qos",
@@ -121,42 +118,77 @@ SlurmProfile load_profile(const std::string& path) {
                                               "cores_per_node",
                                               "network_bandwidth",
                                               "network_latency_us"};
-  for (size_t i = 0; i < root.fields.size(); ++i) {
-    const auto& [key, value] = root.fields[i];
-    const std::string at = root.keys[i].where(path) + ": " + key;
-    if (!known.count(key)) {
-      std::string list;
-      for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
-      throw ConfigError(at + ": unknown key; a profile has " += list);
-    }
-    if (key == "partition") profile.partition = read_string(value, at);
-    if (key == "account") profile.account = read_string(value, at);
-    if (key == "qos") profile.qos = read_string(value, at);
-    if (key == "time") profile.time = read_string(value, at);
-    if (key == "mem") profile.mem = read_string(value, at);
-    if (key == "launcher") profile.launcher = read_string(value, at);
-    if (key == "ranks") profile.ranks = read_integer(value, at, 0);
-    if (key == "nodes") profile.nodes = read_integer(value, at, 0);
-    if (key == "ranks_per_node") profile.ranks_per_node = read_integer(value, at, 0);
-    if (key == "network_interface") profile.network_interface = read_string(value, at);
-    if (key == "cpus_per_task") profile.cpus_per_task = read_integer(value, at, 0);
-    if (key == "max_running") profile.max_running = read_integer(value, at, 0);
-    if (key == "signal_seconds") profile.signal_seconds = read_integer(value, at, 0);
-    if (key == "overcommit") profile.overcommit = read_bool(value, at);
-    if (key == "cores_per_node") profile.cores_per_node = read_integer(value, at, 0);
-    if (key == "network_bandwidth") profile.network_bandwidth = read_number(value, at, 1e-6);
-    if (key == "network_latency_us") profile.network_latency_us = read_number(value, at, 0.0);
-    if (key == "sbatch") profile.sbatch = read_strings(value, at);
-    if (key == "setup") profile.setup = read_strings(value, at);
-    if (key == "env") {
-      if (value.is_null()) continue;
-      if (!value.is_map()) throw ConfigError(at + ": expected a mapping NAME: value");
-      for (const auto& [name, entry] : value.fields) {
-        profile.env.emplace_back(name, read_string(entry, at + "." += name));
-      }
+  return known;
+}
+
+// Sets one key of `profile` from `value`; `at` names where the value came from in errors.
+void apply_key(SlurmProfile& profile, const std::string& key, const YamlNode& value,
+               const std::string& at) {
+  const std::set<std::string>& known = profile_keys();
+  if (!known.count(key)) {
+    std::string list;
+    for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
+    throw ConfigError(at + ": unknown key; a profile has " += list);
+  }
+  if (key == "partition") profile.partition = read_string(value, at);
+  if (key == "account") profile.account = read_string(value, at);
+  if (key == "qos") profile.qos = read_string(value, at);
+  if (key == "time") profile.time = read_string(value, at);
+  if (key == "mem") profile.mem = read_string(value, at);
+  if (key == "launcher") profile.launcher = read_string(value, at);
+  if (key == "ranks") profile.ranks = read_integer(value, at, 0);
+  if (key == "nodes") profile.nodes = read_integer(value, at, 0);
+  if (key == "ranks_per_node") profile.ranks_per_node = read_integer(value, at, 0);
+  if (key == "network_interface") profile.network_interface = read_string(value, at);
+  if (key == "cpus_per_task") profile.cpus_per_task = read_integer(value, at, 0);
+  if (key == "max_running") profile.max_running = read_integer(value, at, 0);
+  if (key == "signal_seconds") profile.signal_seconds = read_integer(value, at, 0);
+  if (key == "overcommit") profile.overcommit = read_bool(value, at);
+  if (key == "cores_per_node") profile.cores_per_node = read_integer(value, at, 0);
+  if (key == "network_bandwidth") profile.network_bandwidth = read_number(value, at, 1e-6);
+  if (key == "network_latency_us") profile.network_latency_us = read_number(value, at, 0.0);
+  if (key == "sbatch") profile.sbatch = read_strings(value, at);
+  if (key == "setup") profile.setup = read_strings(value, at);
+  if (key == "env") {
+    profile.env.clear();
+    if (value.is_null()) return;
+    if (!value.is_map()) throw ConfigError(at + ": expected a mapping NAME: value");
+    for (const auto& [name, entry] : value.fields) {
+      profile.env.emplace_back(name, read_string(entry, at + "." += name));
     }
   }
-  validate(profile, path + ": ");
+}
+
+}  // namespace
+
+SlurmProfile load_profile(const std::string& path) { return load_profile(path, {}); }
+
+SlurmProfile load_profile(const std::string& path, const std::vector<std::string>& overrides) {
+  SlurmProfile profile;
+  profile.source = path;
+  if (!path.empty()) {
+    const YamlNode root = config::read_yaml_file(path, "the cluster profile");
+    if (!root.is_null() && !root.is_map()) {
+      throw ConfigError(path + ": a cluster profile is a mapping of keys");
+    }
+    for (size_t i = 0; i < root.fields.size(); ++i) {
+      const auto& [key, value] = root.fields[i];
+      apply_key(profile, key, value, root.keys[i].where(path) + ": " + key);
+    }
+    validate(profile, path + ": ");
+  }
+  // Each override is checked as it lands, so that an error names the option, not the file.
+  for (const std::string& override_text : overrides) {
+    const size_t equals = override_text.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      throw ConfigError("--profile-set " + override_text + ": expected KEY=VALUE");
+    }
+    const std::string key = override_text.substr(0, equals);
+    const std::string at = "--profile-set " + key;
+    apply_key(profile, key, config::read_yaml_text(override_text.substr(equals + 1), at), at);
+    validate(profile, "--profile-set ");
+    profile.source += (profile.source.empty() ? "" : " ") + std::string("--profile-set ") + key;
+  }
   return profile;
 }
 

@@ -57,6 +57,10 @@ struct SlurmProfile {
 // Reads and checks a profile. Unknown keys, wrong types and values that could not be written
 // safely into a script throw ConfigError naming the file, line and key.
 SlurmProfile load_profile(const std::string& path);
+// The profile at `path` (none when empty: the defaults) with `overrides` ("KEY=VALUE", VALUE in
+// YAML, from --profile-set) applied after the file, each checked as the file's keys are and
+// named as "--profile-set KEY" in errors.
+SlurmProfile load_profile(const std::string& path, const std::vector<std::string>& overrides);
 
 // Checks the values of a profile built in code (load_profile calls this); errors name `where`.
 void validate(const SlurmProfile& profile, const std::string& where);

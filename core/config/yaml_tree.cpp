@@ -53,6 +53,14 @@ std::string YamlNode::where(const std::string& file) const {
   return file + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
+YamlNode read_yaml_text(const std::string& text, const std::string& where) {
+  try {
+    return convert(YAML::Load(text));
+  } catch (const YAML::Exception& error) {
+    throw ConfigError(where + ": '" + text + "' is not YAML (" + error.msg + ")");
+  }
+}
+
 YamlNode read_yaml_file(const std::string& path, const std::string& what) {
   std::ifstream probe(path);
   if (!probe) throw ConfigError(path + ": cannot read " + what + " (no such file?)");

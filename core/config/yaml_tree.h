@@ -39,4 +39,7 @@ struct YamlNode {
 // opened and "<path>:<line>:<column>: <parser message>" when it is not valid YAML.
 YamlNode read_yaml_file(const std::string& path, const std::string& what);
 
+// Reads YAML `text` given on a command line; a parse error is a ConfigError "<where>: <message>".
+YamlNode read_yaml_text(const std::string& text, const std::string& where);
+
 }  // namespace attnlab::config

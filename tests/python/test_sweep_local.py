@@ -283,6 +283,33 @@ def test_hostile_profile_values_are_rejected_with_the_key(attnlab, tmp_path):
     assert not list(tmp_path.rglob("*.sbatch"))
 
 
+def test_profile_keys_are_set_from_the_command_line_and_checked_as_the_files_are(attnlab,
+                                                                                 tmp_path):
+    sweep = write_sweep(tmp_path, seeds="[1]")
+    local = ROOT / "cluster" / "profiles" / "local.yaml"
+
+    def dry_run(*extra):
+        return run_attnlab(attnlab, "sweep", sweep, "--launcher", "slurm", "--dry-run",
+                           "--out", tmp_path / "runs", "--profile", local, *extra, timeout=60,
+                           check=False)
+
+    result = dry_run("--profile-set", "time=01:30:00", "--profile-set", "partition=short",
+                     "--profile-set", "sbatch=[--exclusive]")
+    assert result.returncode == 0, result.stderr
+    text = next((tmp_path / "runs").glob("*/slurm/array-1.sbatch")).read_text()
+    assert "#SBATCH --time=01:30:00\n" in text and "#SBATCH --partition=short\n" in text
+    assert "#SBATCH --exclusive\n" in text
+    # The same checks as a file's values, naming the option instead of a file and line.
+    result = dry_run("--profile-set", "partition=debug; touch PWNED")
+    assert result.returncode == 2
+    assert "--profile-set partition: 'debug; touch PWNED' is not allowed here" in result.stderr
+    result = dry_run("--profile-set", "walltime=1:00:00")
+    assert result.returncode == 2 and "--profile-set walltime: unknown key" in result.stderr
+    result = dry_run("--profile-set", "ranks")
+    assert result.returncode == 2 and "--profile-set ranks: expected KEY=VALUE" in result.stderr
+    assert not list(tmp_path.rglob("PWNED*"))
+
+
 def test_runs_launch_seed_by_seed(attnlab, tmp_path):
     """Every row's first seed is launched before any second seed, so a half-finished sweep has
     one run of every row (the manifest keeps rows x grid x seeds order); within a seed the
