@@ -253,15 +253,22 @@ void link_readable_names(const config::Sweep& sweep, const fs::path& sweep_dir) 
 }
 
 // Every data file that the runs to launch read must exist before any of them starts (else each
-// would start and fail on its own); --dry-run says the same. The first missing file is named with
-// its key and how many of the runs read it.
-void check_data_of(const std::vector<const config::SweepRun*>& runs, const std::string& here) {
+// would start and fail on its own): the first missing file is named with its key and the run that
+// reads it. --dry-run, which launches nothing, says the same as a warning.
+void check_data_of(const std::vector<const config::SweepRun*>& runs, const std::string& here,
+                   bool dry_run) {
   for (const config::SweepRun* run : runs) {
     ExperimentConfig resolved = run->config;
     config::make_paths_absolute(resolved, here);
     try {
       config::check_data_files_exist(resolved);
     } catch (const ConfigError& error) {
+      if (dry_run) {
+        std::cerr << "attnlab sweep: warning: " << error.what() << "; run " << run->name
+                  << " reads it: the sweep would refuse to launch (`attnlab data` makes a "
+                     "corpus)\n";
+        return;
+      }
       throw ConfigError(std::string(error.what()) + "; run " + run->name +
                         " reads it, and none of the " + std::to_string(runs.size()) +
                         " run(s) to launch was started (`attnlab data` makes a corpus)");
@@ -324,7 +331,7 @@ int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
     const auto failed = skipped.find(cluster::Decision::kSkipFailed);
     return failed == skipped.end() ? kExitOk : kExitFailure;
   }
-  check_data_of(to_launch, here);
+  check_data_of(to_launch, here, dry_run);
   const std::vector<cluster::ExpectedLength> lengths = cluster::expected_lengths(sweep, progress);
   launch_seed_by_seed(sweep, to_launch, progress, lengths);
   std::cout << (dry_run ? "would launch " : "launching ") << to_launch.size() << " run(s) with the "
