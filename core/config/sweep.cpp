@@ -196,8 +196,23 @@ namespace {
 
 // The sweep `section` over the experiment in `base`; `file` names where the section came from in
 // messages and in the manifest.
-Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section, const std::string& file,
-                     const std::vector<std::string>& sets) {
+// Where a grid or seeds value came from, for messages: its line in the sweep file, or the
+// command-line option that gave it (--grid KEY=..., --seeds), which has no line.
+struct SweepOrigin {
+  std::string file;
+  bool command_line = false;
+
+  std::string grid(const std::string& key, const YAML::Node& node) const {
+    return command_line ? "--grid " + key : location(file, node);
+  }
+  std::string seeds(const YAML::Node& node) const {
+    return command_line ? std::string("--seeds") : location(file, node);
+  }
+};
+
+Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section,
+                     const SweepOrigin& origin, const std::vector<std::string>& sets) {
+  const std::string& file = origin.file;
   if (!section.IsMap()) fail(location(file, section), "sweep: expected a mapping");
   check_keys(section, file, "sweep", {"name", "seeds", "rows", "grid"});
 
@@ -226,7 +241,7 @@ Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section, const
     for (auto it = map.begin(); it != map.end(); ++it) {
       GridAxis axis{it->first.Scalar(), {}};
       if (!find_option(axis.key)) {
-        fail(location(file, it->first),
+        fail(origin.grid(axis.key, it->first),
              "unknown key '" + axis.key + "' in sweep.grid" + suggestion(axis.key));
       }
       if (!it->second.IsSequence() || it->second.size() == 0) {
@@ -283,13 +298,13 @@ Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section, const
         if (!row.name.empty()) name_parts.push_back(slug(row.name));
         for (size_t a = 0; a < grid.size(); ++a) {
           const YAML::Node& value = grid[a].values[pick[a]];
-          builder.apply(grid[a].key, value, location(file, value));
+          builder.apply(grid[a].key, value, origin.grid(grid[a].key, value));
           name_parts.push_back(slug(leaf(grid[a].key) + "-" + value.Scalar()));
         }
         std::vector<std::string> overridden = builder.keys_set_since(before_row);
         if (!seeds.empty()) {
           const YAML::Node where = sweep.adaptive ? section["seeds"] : seeds[s];
-          builder.apply("seed", seeds[s], location(file, where));
+          builder.apply("seed", seeds[s], origin.seeds(where));
         }
         for (const std::string& set : sets) builder.add_set(set);
 
@@ -341,7 +356,17 @@ Sweep expand(const std::string& path, const std::vector<std::string>& sets) {
   const std::string file = fs::path(path).lexically_normal().string();
   if (section.IsNull())
     fail(file, "no sweep: section (rows, grid or seeds); use -c for a single run");
-  return expand_section(base, section, file, sets);
+  return expand_section(base, section, SweepOrigin{file, false}, sets);
+}
+
+// One value of --grid or --seeds read as YAML; a parse error names the option.
+YAML::Node load_value(const std::string& text, const std::string& option) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& error) {
+    fail(option, "'" + text + "' is not a YAML value (" + error.msg + ")");
+  }
+  return {};
 }
 
 Sweep expand_command_line(const std::string& experiment, const CommandLineSweep& spec,
@@ -355,16 +380,16 @@ Sweep expand_command_line(const std::string& experiment, const CommandLineSweep&
   for (const auto& [key, values] : spec.grid) {
     if (values.empty()) fail("--grid " + key, "expected KEY=V1,V2,...");
     YAML::Node list(YAML::NodeType::Sequence);
-    for (const std::string& value : values) list.push_back(YAML::Load(value));
+    for (const std::string& value : values) list.push_back(load_value(value, "--grid " + key));
     if (section["grid"] && section["grid"][key]) fail("--grid " + key, "the key is given twice");
     section["grid"][key] = list;
   }
   if (!spec.seeds.empty()) {
     YAML::Node list(YAML::NodeType::Sequence);
-    for (const std::string& seed : spec.seeds) list.push_back(YAML::Load(seed));
+    for (const std::string& seed : spec.seeds) list.push_back(load_value(seed, "--seeds"));
     section["seeds"] = list;
   }
-  return expand_section(base, section, file, sets);
+  return expand_section(base, section, SweepOrigin{file, true}, sets);
 }
 
 const SweepRun& find_run(const Sweep& sweep, const std::string& id_or_name) {

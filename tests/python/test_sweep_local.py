@@ -604,3 +604,19 @@ sweep: {{seeds: [1, 2]}}
     assert "none of the 2 run(s) to launch was started" in result.stderr
     assert "launching" not in result.stdout
     assert not list((tmp_path / "runs").rglob("run.h5"))
+
+
+@pytest.mark.parametrize("option, message", [
+    (["--grid", "model.heads=2,x"], "--grid model.heads: model.heads: expected an integer"),
+    (["--grid", "model.headz=2,4"], "--grid model.headz: unknown key 'model.headz'"),
+    (["--grid", "model.heads=[2,4"], "--grid model.heads: '[2' is not a YAML value"),
+    (["--grid", "model.heads=3,4"], "--grid model.heads: model.d_model (64) must be divisible"),
+    (["--seeds", "1,x"], "--seeds: seed: expected an integer"),
+])
+def test_a_command_line_sweep_error_names_the_option_not_the_file(attnlab, tmp_path, option,
+                                                                 message):
+    result = run_attnlab(attnlab, "sweep", "-c", ROOT / "experiments" / "small" / "tiny.yaml",
+                         *option, "--dry-run", "--out", tmp_path, check=False)
+    assert result.returncode == 2
+    assert f"attnlab sweep: {message}" in result.stderr, result.stderr
+    assert "tiny.yaml" not in result.stderr
