@@ -250,8 +250,19 @@ int run_status(const std::vector<std::string>& args) {
       std::printf(" (run.h5: %s; the sweep resumes it from its newest intact checkpoint)",
                   progress.problem.c_str());
     }
+    // A run stopped on request (attnlab cancel, scancel --signal, Slurm's time limit, Ctrl-C)
+    // checkpointed and exited with kExitPreempted: the launcher's complaint about that exit code
+    // (srun: error: ... Exited with exit code 3) is not an error of the run.
+    const bool on_request = progress.status == "preempted";
+    if (on_request) {
+      std::printf(" (%s on request after a checkpoint at step %ld; the sweep resumes it there)",
+                  slurm_text.rfind("CANCELLED", 0) == 0 ? "cancelled" : "stopped",
+                  static_cast<long>(progress.step));
+    }
     std::printf("\n");
-    if (fs::exists(log)) {
+    if (on_request && fs::exists(log)) {
+      std::printf("    log:  %s\n", log.c_str());
+    } else if (fs::exists(log)) {
       const std::string lost = first_lost_rank(log);
       if (!lost.empty()) std::printf("    first lost: %s\n", lost.c_str());
       std::printf("    last: %s\n    log:  %s\n", last_error_line(log).c_str(), log.c_str());

@@ -176,6 +176,9 @@ def test_cancel_stops_the_array_and_queued_runs_are_not_submitted_twice(attnlab,
     wait_until(gone, 60, "the cancelled tasks gone from the queue", slurm, sweep_dir)
     status = status_of(attnlab, slurm, sweep_dir)
     assert "running" not in status.split("runs:")[-1], status
+    # Cancelled runs read as cancelled where they checkpointed, not as crashes.
+    assert status.count("cancelled on request after a checkpoint at step") == 2, status
+    assert "srun: error" not in status
     nothing = run_attnlab(attnlab, "cancel", sweep_dir, env=slurm_env(slurm), timeout=60)
     assert "nothing to cancel" in nothing.stdout
 

@@ -202,6 +202,10 @@ def test_ctrl_c_checkpoints_the_runs_and_a_rerun_resumes_them(attnlab, tmp_path)
     assert stopped_at < 400
     queued = [d for d in run_dirs(runs / "stopped") if d != run_dir]
     assert len(queued) == 1 and not (queued[0] / "run.h5").exists()
+    # status says the run was stopped on request where it checkpointed, not an error.
+    status = run_attnlab(attnlab, "status", runs / "stopped").stdout
+    assert f"stopped on request after a checkpoint at step {stopped_at}" in status, status
+    assert "last:" not in status
 
     resumed = run_attnlab(attnlab, "sweep", sweep, "--out", runs, timeout=240)
     assert "2/2 done" in resumed.stdout
