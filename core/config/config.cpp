@@ -12,22 +12,16 @@
 
 namespace attnlab {
 
-std::string to_string(DataTask task) {
-  switch (task) {
-    case DataTask::kCopy: return "copy";
-    case DataTask::kReverse: return "reverse";
-    case DataTask::kSort: return "sort";
-    case DataTask::kCorpus: return "corpus";
-  }
-  return "reverse";
+const EnumNames<DataTask>& data_task_names() {
+  static const EnumNames<DataTask> names("data.task", {{DataTask::kCopy, "copy"},
+                                                       {DataTask::kReverse, "reverse"},
+                                                       {DataTask::kSort, "sort"},
+                                                       {DataTask::kCorpus, "corpus"}});
+  return names;
 }
 
-DataTask parse_data_task(const std::string& text) {
-  for (DataTask task : {DataTask::kCopy, DataTask::kReverse, DataTask::kSort, DataTask::kCorpus}) {
-    if (text == to_string(task)) return task;
-  }
-  throw Error("data.task '" + text + "' must be copy, reverse, sort or corpus");
-}
+std::string to_string(DataTask task) { return data_task_names().name(task); }
+DataTask parse_data_task(const std::string& text) { return data_task_names().parse(text); }
 
 }  // namespace attnlab
 

@@ -8,13 +8,16 @@
 
 #include "core/model/model_config.h"
 #include "core/optim/lr_schedule.h"
+#include "core/util/enum_names.h"
 
 namespace attnlab {
 
 // What a run trains on: a synthetic sequence task (core/data/synthetic.h) or parallel text.
 enum class DataTask { kCopy, kReverse, kSort, kCorpus };
+// The names of the tasks (data.task), declared once; to_string and parse_data_task read them.
+const EnumNames<DataTask>& data_task_names();
 std::string to_string(DataTask task);
-DataTask parse_data_task(const std::string& text);  // copy | reverse | sort | corpus
+DataTask parse_data_task(const std::string& text);
 
 struct SyntheticTaskConfig {
   int64_t symbols = 10;        // distinct content symbols (ids after pad/bos/eos)

@@ -254,6 +254,15 @@ Option parsed(const char* key, Access access, const char* type, Parse parse, Sho
                 }};
 }
 
+// An enum field whose names, parser, printer and type text come from its one table.
+template <typename Access, typename Enum>
+Option enumerated(const char* key, Access access, const EnumNames<Enum>& names, const char* help) {
+  return parsed(
+      key, access, names.choices().c_str(),
+      [&names](const std::string& text) { return names.parse(text); },
+      [&names](Enum value) { return names.name(value); }, help);
+}
+
 #define ATTNLAB_FIELD(path) \
 #path, [](auto& c) -> auto& { return c.path; }
 
@@ -275,27 +284,21 @@ std::vector<Option> build_options() {
              "P_drop on sub-layer outputs and embedding sums"),
       number(ATTNLAB_FIELD(model.attention_dropout), kProbability,
              "dropout on attention probabilities"),
-      parsed(
-          ATTNLAB_FIELD(model.norm), "post | pre", parse_norm,
-          [](NormPlacement n) { return to_string(n); },
-          "post: LN(x + sublayer(x)) (the paper); pre: x + sublayer(LN(x))"),
-      parsed(
-          ATTNLAB_FIELD(model.norm_type), "layernorm | rmsnorm", parse_norm_type,
-          [](NormType t) { return to_string(t); },
-          "the norm of every sub-layer: layernorm (x - mean) / std * w + b (the paper), or "
-          "rmsnorm x / rms(x) * w (no centring, no bias)"),
-      parsed(
-          ATTNLAB_FIELD(model.positions), "sinusoidal | learned", parse_positions,
-          [](PositionKind p) { return to_string(p); }, "position encoding added to embeddings"),
+      enumerated(ATTNLAB_FIELD(model.norm), norm_placement_names(),
+                 "post: LN(x + sublayer(x)) (the paper); pre: x + sublayer(LN(x))"),
+      enumerated(ATTNLAB_FIELD(model.norm_type), norm_type_names(),
+                 "the norm of every sub-layer: layernorm (x - mean) / std * w + b (the paper), or "
+                 "rmsnorm x / rms(x) * w (no centring, no bias)"),
+      enumerated(ATTNLAB_FIELD(model.positions), position_names(),
+                 "position encoding added to embeddings"),
       integer(ATTNLAB_FIELD(model.max_positions), 1, kMaxSequence, "rows of the position table"),
       parsed(
           ATTNLAB_FIELD(model.attention_scale),
           "rsqrt_dk | none | inv_dk | learned | <positive number>", AttentionScale::parse,
           [](const AttentionScale& s) { return s.str(); },
           "logit scale s in softmax(Q K^T s); rsqrt_dk = 1/sqrt(d_k) (the paper)"),
-      parsed(
-          ATTNLAB_FIELD(model.attention), "standard | tiled", parse_attention_kernel,
-          [](AttentionKernel k) { return to_string(k); },
+      enumerated(
+          ATTNLAB_FIELD(model.attention), attention_kernel_names(),
           "attention kernel: standard stores (B,H,T,S) probabilities; tiled (online softmax, "
           "recomputed backward) stores O(T), same values to round-off"),
       boolean(ATTNLAB_FIELD(model.tie_embeddings),
@@ -310,10 +313,8 @@ std::vector<Option> build_options() {
               "id of the end-of-sentence token"),
       number(ATTNLAB_FIELD(model.layer_norm_eps), kPositive, "epsilon inside LayerNorm or RMSNorm"),
 
-      parsed(
-          ATTNLAB_FIELD(data.task), "copy | reverse | sort | corpus", parse_data_task,
-          [](DataTask t) { return to_string(t); },
-          "synthetic task, or corpus for parallel text files"),
+      enumerated(ATTNLAB_FIELD(data.task), data_task_names(),
+                 "synthetic task, or corpus for parallel text files"),
       integer(ATTNLAB_FIELD(data.synthetic.symbols), 1, kMaxVocabulary,
               "distinct content symbols (ids after pad/bos/eos)"),
       integer(ATTNLAB_FIELD(data.synthetic.min_length), 1, kMaxSequence,
@@ -355,10 +356,9 @@ std::vector<Option> build_options() {
       number(ATTNLAB_FIELD(train.optimizer.beta1), kProbability, "Adam beta1"),
       number(ATTNLAB_FIELD(train.optimizer.beta2), kProbability, "Adam beta2"),
       number(ATTNLAB_FIELD(train.optimizer.eps), kPositive, "Adam epsilon"),
-      parsed(ATTNLAB_FIELD(train.lr.schedule), "noam | constant | inverse_sqrt | cosine",
-             LrSchedule::parse, LrSchedule::name,
-             "noam: scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5); cosine: linear "
-             "warmup to peak, then peak * (1 + cos(pi * progress)) / 2, zero at train.steps"),
+      enumerated(ATTNLAB_FIELD(train.lr.schedule), LrSchedule::names(),
+                 "noam: scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5); cosine: linear "
+                 "warmup to peak, then peak * (1 + cos(pi * progress)) / 2, zero at train.steps"),
       integer(ATTNLAB_FIELD(train.lr.warmup), 0, kNoMax,
               "warmup steps (noam, inverse_sqrt, cosine); 0 = none (constant, inverse_sqrt, "
               "cosine)"),

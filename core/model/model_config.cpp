@@ -63,47 +63,42 @@ void ModelConfig::validate() const {
   if (!found.empty()) throw Error(found.front().message);
 }
 
-std::string to_string(NormPlacement norm) { return norm == NormPlacement::kPost ? "post" : "pre"; }
-
-std::string to_string(NormType type) {
-  return type == NormType::kLayerNorm ? "layernorm" : "rmsnorm";
+// The names of every enum-valued model key, once (core/util/enum_names.h).
+const EnumNames<NormPlacement>& norm_placement_names() {
+  static const EnumNames<NormPlacement> names(
+      "model.norm", {{NormPlacement::kPost, "post"}, {NormPlacement::kPre, "pre"}});
+  return names;
 }
 
-NormType parse_norm_type(const std::string& text) {
-  if (text == "layernorm") return NormType::kLayerNorm;
-  if (text == "rmsnorm") return NormType::kRmsNorm;
-  CHECK(false) << "model.norm_type '" << text << "' must be 'layernorm' (the paper) or 'rmsnorm'";
-  return NormType::kLayerNorm;
+const EnumNames<NormType>& norm_type_names() {
+  static const EnumNames<NormType> names(
+      "model.norm_type", {{NormType::kLayerNorm, "layernorm"}, {NormType::kRmsNorm, "rmsnorm"}});
+  return names;
 }
 
-std::string to_string(PositionKind positions) {
-  return positions == PositionKind::kSinusoidal ? "sinusoidal" : "learned";
+const EnumNames<PositionKind>& position_names() {
+  static const EnumNames<PositionKind> names(
+      "model.positions",
+      {{PositionKind::kSinusoidal, "sinusoidal"}, {PositionKind::kLearned, "learned"}});
+  return names;
 }
 
-NormPlacement parse_norm(const std::string& text) {
-  if (text == "post") return NormPlacement::kPost;
-  if (text == "pre") return NormPlacement::kPre;
-  CHECK(false) << "model.norm '" << text << "' must be 'post' (the paper) or 'pre'";
-  return NormPlacement::kPost;
+const EnumNames<AttentionKernel>& attention_kernel_names() {
+  static const EnumNames<AttentionKernel> names(
+      "model.attention",
+      {{AttentionKernel::kStandard, "standard"}, {AttentionKernel::kTiled, "tiled"}});
+  return names;
 }
 
-PositionKind parse_positions(const std::string& text) {
-  if (text == "sinusoidal") return PositionKind::kSinusoidal;
-  if (text == "learned") return PositionKind::kLearned;
-  CHECK(false) << "model.positions '" << text << "' must be 'sinusoidal' or 'learned'";
-  return PositionKind::kSinusoidal;
-}
-
-std::string to_string(AttentionKernel kernel) {
-  return kernel == AttentionKernel::kStandard ? "standard" : "tiled";
-}
-
+std::string to_string(NormPlacement norm) { return norm_placement_names().name(norm); }
+std::string to_string(NormType type) { return norm_type_names().name(type); }
+std::string to_string(PositionKind positions) { return position_names().name(positions); }
+std::string to_string(AttentionKernel kernel) { return attention_kernel_names().name(kernel); }
+NormPlacement parse_norm(const std::string& text) { return norm_placement_names().parse(text); }
+NormType parse_norm_type(const std::string& text) { return norm_type_names().parse(text); }
+PositionKind parse_positions(const std::string& text) { return position_names().parse(text); }
 AttentionKernel parse_attention_kernel(const std::string& text) {
-  if (text == "standard") return AttentionKernel::kStandard;
-  if (text == "tiled") return AttentionKernel::kTiled;
-  CHECK(false) << "model.attention '" << text
-               << "' must be 'standard' (probabilities stored) or 'tiled' (online softmax)";
-  return AttentionKernel::kStandard;
+  return attention_kernel_names().parse(text);
 }
 
 }  // namespace attnlab

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/ops/attention_scale.h"
+#include "core/util/enum_names.h"
 
 namespace attnlab {
 
@@ -60,13 +61,20 @@ struct ModelConfig {
   void validate() const;
 };
 
+// The names of each enum's values (parse, print, and the option's "a | b" text), declared once.
+const EnumNames<NormPlacement>& norm_placement_names();
+const EnumNames<NormType>& norm_type_names();
+const EnumNames<PositionKind>& position_names();
+const EnumNames<AttentionKernel>& attention_kernel_names();
+
+// Thin wrappers over the tables above.
 std::string to_string(NormPlacement norm);
 std::string to_string(NormType type);
 std::string to_string(PositionKind positions);
-NormPlacement parse_norm(const std::string& text);      // "post" | "pre"
-NormType parse_norm_type(const std::string& text);      // "layernorm" | "rmsnorm"
-PositionKind parse_positions(const std::string& text);  // "sinusoidal" | "learned"
 std::string to_string(AttentionKernel kernel);
-AttentionKernel parse_attention_kernel(const std::string& text);  // "standard" | "tiled"
+NormPlacement parse_norm(const std::string& text);
+NormType parse_norm_type(const std::string& text);
+PositionKind parse_positions(const std::string& text);
+AttentionKernel parse_attention_kernel(const std::string& text);
 
 }  // namespace attnlab

@@ -4,28 +4,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/util/check.h"
-
 namespace attnlab {
 
-LrSchedule::Kind LrSchedule::parse(const std::string& text) {
-  if (text == "noam") return Kind::kNoam;
-  if (text == "constant") return Kind::kConstant;
-  if (text == "inverse_sqrt") return Kind::kInverseSqrt;
-  if (text == "cosine") return Kind::kCosine;
-  CHECK(false) << "train.lr.schedule '" << text
-               << "' must be noam, constant, inverse_sqrt or cosine";
-  return Kind::kNoam;
-}
-
-std::string LrSchedule::name(Kind kind) {
-  switch (kind) {
-    case Kind::kNoam: return "noam";
-    case Kind::kConstant: return "constant";
-    case Kind::kInverseSqrt: return "inverse_sqrt";
-    case Kind::kCosine: return "cosine";
-  }
-  return "noam";
+const EnumNames<LrSchedule::Kind>& LrSchedule::names() {
+  static const EnumNames<Kind> names("train.lr.schedule", {{Kind::kNoam, "noam"},
+                                                           {Kind::kConstant, "constant"},
+                                                           {Kind::kInverseSqrt, "inverse_sqrt"},
+                                                           {Kind::kCosine, "cosine"}});
+  return names;
 }
 
 namespace {

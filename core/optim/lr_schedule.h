@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/util/enum_names.h"
+
 namespace attnlab {
 
 struct LrSchedule {
@@ -18,9 +20,11 @@ struct LrSchedule {
   int64_t total = 0;      // the run's last step (train.steps): where cosine and the cool-down end
   int64_t cooldown = 0;   // steps of the linear cool-down to zero before `total`; 0 = none
 
-  // "noam" | "constant" | "inverse_sqrt" | "cosine"; throws Error naming the text otherwise.
-  static Kind parse(const std::string& text);
-  static std::string name(Kind kind);
+  // The names of the kinds (train.lr.schedule), declared once.
+  static const EnumNames<Kind>& names();
+  // A kind by name; throws Error naming the text otherwise.
+  static Kind parse(const std::string& text) { return names().parse(text); }
+  static std::string name(Kind kind) { return names().name(kind); }
   // The rate of update number `step` (1-based).
   //   noam:         scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
   //   inverse_sqrt: peak * min(step / warmup, sqrt(warmup / step))   (linear warmup, then 1/sqrt)
