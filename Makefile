@@ -21,7 +21,8 @@ BENCH_ARGS ?=
 # Every Debian package the project needs: toolchain, numerics, MPI, HDF5, config and CLI libraries,
 # tests and benchmarks, tokenizer, ICU (BLEU's intl tokenizer and -lc), Python analysis and
 # tests (python3-regex: the reference intl tokenizer; python3-torch: the PyTorch parity test and
-# make bench's reference), lint, clang with OpenMP and libFuzzer (make fuzz), Bible texts for the
+# make bench's reference; python3-plotly: report.html; chromium: the test that loads report.html
+# in a real browser), lint, clang with OpenMP and libFuzzer (make fuzz), Bible texts for the
 # small parallel corpus, and Slurm with iproute2 for the one- and two-node clusters of the sweep
 # tests. ocl-icd-opencl-dev is only a Recommends of libdnnl-dev, but Debian's dnnl-config.cmake
 # (built with the OpenCL GPU runtime) calls find_package(OpenCL REQUIRED), so it must be named here.
@@ -31,7 +32,7 @@ DEPS := build-essential cmake pkg-config git \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libsentencepiece-dev sentencepiece libicu-dev \
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest \
-  python3-yaml python3-sentencepiece python3-regex python3-torch \
+  python3-yaml python3-sentencepiece python3-regex python3-torch python3-plotly chromium \
   clang-format clang-tidy shellcheck \
   clang libomp-14-dev libclang-rt-14-dev \
   libsword-utils sword-text-web sword-text-sparv \

@@ -1,6 +1,7 @@
 // Finding the checkout's Python scripts and running them with the project's interpreter.
 #include "core/app/python.h"
 
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,18 +86,48 @@ int run_python(const std::vector<std::string>& args, const std::string& pythonpa
   if (!pythonpath.empty()) env = environment_with_pythonpath(pythonpath);
   std::vector<char*> argv = pointers(words);
   std::vector<char*> envp = pointers(env);
+  // While the script runs this process ignores SIGINT and SIGQUIT, as system(3) does: a Ctrl-C at
+  // the terminal reaches the script as well (one process group), the script decides how to end
+  // (`report --watch` stops cleanly), and its exit status is returned once it has. The script
+  // starts with their default actions (Python installs its KeyboardInterrupt handler only for a
+  // SIGINT that is not ignored).
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  struct sigaction old_interrupt = {};
+  struct sigaction old_quit = {};
+  sigaction(SIGINT, &ignore, &old_interrupt);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGQUIT);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
   pid_t child = 0;
-  const int failed = posix_spawnp(&child, python.c_str(), nullptr, nullptr, argv.data(),
+  const int failed = posix_spawnp(&child, python.c_str(), nullptr, &attributes, argv.data(),
                                   pythonpath.empty() ? environ : envp.data());
+  posix_spawnattr_destroy(&attributes);
+  int status = 0;
+  int wait_error = 0;
+  if (failed == 0) {
+    while (waitpid(child, &status, 0) < 0) {
+      if (errno != EINTR) {
+        wait_error = errno;
+        break;
+      }
+    }
+  }
+  sigaction(SIGINT, &old_interrupt, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
   if (failed != 0) {
     throw Error("cannot run " + python + ": " + std::strerror(failed) +
                 " (the interpreter is $ATTNLAB_PYTHON, else /usr/bin/python3, else python3 on "
                 "PATH)");
   }
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0) {
-    CHECK(errno == EINTR) << "waiting for " << python << ": " << std::strerror(errno);
-  }
+  CHECK(wait_error == 0) << "waiting for " << python << ": " << std::strerror(wait_error);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return kExitFailure;  // killed by a signal
 }

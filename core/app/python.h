@@ -18,8 +18,9 @@ std::string python_interpreter();
 std::string find_checkout(const std::string& relative);
 
 // Runs python_interpreter() with `args`, sharing this terminal, with `pythonpath` (when not empty)
-// put first on PYTHONPATH, and waits for it. Returns its exit status, or kExitFailure when a signal
-// ended it; throws Error when the interpreter cannot be started.
+// put first on PYTHONPATH, and waits for it; meanwhile a Ctrl-C is the script's to handle (this
+// process ignores SIGINT and SIGQUIT until it has ended). Returns its exit status, or kExitFailure
+// when a signal ended it; throws Error when the interpreter cannot be started.
 int run_python(const std::vector<std::string>& args, const std::string& pythonpath = "");
 
 }  // namespace attnlab::cli
