@@ -13,6 +13,7 @@
 
 #include "core/app/cli.h"
 #include "core/util/check.h"
+#include "core/util/installed.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
 
@@ -65,15 +66,19 @@ std::string python_interpreter() {
 }
 
 std::string find_checkout(const std::string& relative) {
-  std::string root = find_above(fs::current_path(), relative);
+  // An installed attnlab runs its own installed scripts, whatever directory it is started in.
+  std::string root = installed_data_dir(relative);
+  if (!root.empty()) return root;
+  root = find_above(fs::current_path(), relative);
   if (!root.empty()) return root;
   std::error_code error;
   const fs::path executable = fs::read_symlink("/proc/self/exe", error);
   if (!error) root = find_above(executable.parent_path(), relative);
   if (root.empty()) {
-    throw Error("cannot find " + relative + " in " + fs::current_path().string() +
+    throw Error("cannot find " + relative + " in the installed tree of this attnlab (make "
+                "install), " + fs::current_path().string() +
                 ", the directories above it or those above the attnlab executable; run attnlab "
-                "from its checkout");
+                "from its checkout or install it");
   }
   return root;
 }
