@@ -1,12 +1,12 @@
 // Finding the checkout's Python scripts and running them with the project's interpreter.
 #include "core/app/python.h"
 
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -75,8 +75,9 @@ std::string find_checkout(const std::string& relative) {
   const fs::path executable = fs::read_symlink("/proc/self/exe", error);
   if (!error) root = find_above(executable.parent_path(), relative);
   if (root.empty()) {
-    throw Error("cannot find " + relative + " in the installed tree of this attnlab (make "
-                "install), " + fs::current_path().string() +
+    const std::string where = fs::current_path().string();
+    throw Error("cannot find " + relative + " in this attnlab's installed tree (make install), " +
+                where +
                 ", the directories above it or those above the attnlab executable; run attnlab "
                 "from its checkout or install it");
   }
