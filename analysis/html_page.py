@@ -77,6 +77,7 @@ table.sortable th[aria-sort=ascending]::after { content: " \\25B2"; }
 table.sortable th[aria-sort=descending]::after { content: " \\25BC"; }
 table.sortable td:nth-child(n+3) { text-align: right; }
 .note { color: #555; font-size: 0.9em; max-width: 60em; }
+.scroll { overflow-x: auto; }
 """
 
 
@@ -92,7 +93,8 @@ def _translucent(color, alpha):
 
 def curve_figure(sweep, kind, column, title, y_title, log_y):
     """One line per row (mean over its seeds at each step), the seeds' min..max as a band, and
-    each seed's own line hidden until its legend entry is clicked. None when nothing is logged.
+    each seed's own line, hidden until the row's "seeds" legend entry is clicked. None when
+    nothing is logged.
 
     Traces per row with logged values and k runs: the mean, two for the band when k > 1 (its
     upper edge and the lower edge filled up to it), and k seed lines."""
@@ -124,17 +126,19 @@ def curve_figure(sweep, kind, column, title, y_title, log_y):
                            legendgroup=row.key, line={"color": color, "width": 2},
                            hovertemplate=f"{html.escape(row.key)}<br>step %{{x}}<br>"
                            f"mean %{{y:.4g}}<extra></extra>")
-        for run_id in run_ids:
+        # One legend entry shows or hides every seed line of the row.
+        for index, run_id in enumerate(run_ids):
             seed_part = part[part["run_id"] == run_id]
             status = runs.at[run_id, "status"]
             figure.add_scatter(x=seed_part["step"].to_numpy(), y=seed_part[column].to_numpy(),
-                               mode="lines", visible="legendonly",
-                               name=f"{runs.at[run_id, 'name']} ({status})",
+                               mode="lines", visible="legendonly", name=f"{row.key}: seeds",
+                               legendgroup=f"{row.key}: seeds", showlegend=index == 0,
                                line={"color": color, "width": 1, "dash": "dot"},
                                hovertemplate=f"{html.escape(str(runs.at[run_id, 'name']))} "
                                f"({status})<br>step %{{x}}<br>%{{y:.4g}}<extra></extra>")
     figure.update_layout(title=title, xaxis_title="training step", yaxis_title=y_title,
-                         legend_title_text="row (band = seed min..max; click to show seeds)",
+                         legend_title_text="row (band = seed min..max); click 'seeds' to draw "
+                         "each seed",
                          height=520)
     if log_y:
         figure.update_yaxes(type="log")
@@ -262,10 +266,13 @@ def attention_figures(sweep, rows):
                        for chosen, name in enumerate(names)]
             size = max(len(query_tokens), len(key_tokens), 1)
             figure.update_layout(
-                title=f"{STACK_TITLES[stack]}: {names[0]}",
-                updatemenus=[{"buttons": buttons, "x": 1.0, "xanchor": "right", "y": 1.12,
+                title={"text": f"{STACK_TITLES[stack]}: {names[0]}", "y": 0.98, "yanchor": "top"},
+                # The menu sits between the title and the map.
+                updatemenus=[{"buttons": buttons, "x": 0.0, "xanchor": "left", "y": 1.02,
                               "yanchor": "bottom"}],
-                height=min(900, 220 + 18 * size), width=min(1100, 320 + 20 * size),
+                margin={"t": 110},
+                height=min(900, max(460, 280 + 18 * size)),
+                width=min(1100, max(780, 340 + 20 * size)),
                 xaxis={"title": "key (token)", "tickvals": list(range(len(key_tokens))),
                        "ticktext": [str(t) for t in key_tokens], "tickangle": -90},
                 yaxis={"title": "query (token)", "autorange": "reversed",
@@ -345,7 +352,7 @@ def page_html(sweep, table, attention_rows, conclusions=(), refresh_seconds=None
         parts += ["<h2>Conclusions</h2>", f'<ul class="note">{_paragraphs(conclusions)}</ul>']
     header, rows = render.cells(table)
     parts += ["<h2>Table</h2>", '<p class="note">Click a column header to sort by it.</p>',
-              table_html(header, rows, "results"),
+              f'<div class="scroll">{table_html(header, rows, "results")}</div>',
               f'<div class="note">{_paragraphs(render.notes(table))}</div>']
     maps = attention_figures(sweep, attention_rows)
     if maps:

@@ -54,7 +54,10 @@ window.addEventListener("load", function () { setTimeout(function () {
   var plots = Array.prototype.map.call(document.querySelectorAll(".js-plotly-plot"),
     function (gd) { return {traces: gd.data.length, rendered: gd._fullData.length,
       svg: gd.querySelectorAll(".main-svg").length,
-      names: gd.data.map(function (t) { return t.name || ""; })}; });
+      names: gd.data.map(function (t) { return t.name || ""; }),
+      hovers: gd.data.map(function (t) { return t.hovertemplate || ""; }),
+      visible: gd.data.map(function (t) { return t.visible === undefined ? true : t.visible; })};
+    });
   var table = document.getElementById("results");
   function column(index) { return Array.prototype.map.call(table.tBodies[0].rows,
     function (r) { return r.cells[index].textContent.replace(/ \(base\)$/, ""); }); }
@@ -167,9 +170,12 @@ def test_report_page_loads_in_chromium_with_every_trace_and_a_sortable_table(pil
     assert [p["traces"] for p in probe["plots"]] == expected_plots(sweep, manifest)
     for plot in probe["plots"]:
         assert plot["rendered"] == plot["traces"] and plot["svg"] >= 1, plot
-    dev_curves = probe["plots"][0]["names"]
-    assert "precision-bf16 (n=2, 1 not completed)" in dev_curves
-    assert "precision-bf16.seed2 (running)" in dev_curves
+    dev_curves = probe["plots"][0]
+    assert "precision-bf16 (n=2, 1 not completed)" in dev_curves["names"]
+    assert dev_curves["names"].count("precision-bf16: seeds") == 2
+    for name, visible in zip(dev_curves["names"], dev_curves["visible"]):
+        assert visible == ("legendonly" if name.endswith(": seeds") else True), name
+    assert sum("precision-bf16.seed2 (running)" in h for h in dev_curves["hovers"]) == 1
     assert probe["plots"][2]["names"] == ["completed seeds", "row mean (as the table)",
                                           "not completed (latest evaluation)", "paper"]
     means = completed_means(sweep, manifest)
