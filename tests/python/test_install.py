@@ -66,3 +66,50 @@ def test_installed_attnlab_runs_outside_the_checkout(prefix, tmp_path):
                          "--out", "corpus")
     assert data.returncode != 0
     assert "absent.en" in data.stderr and "cannot find" not in data.stderr, data.stderr
+
+
+# A tiny reverse-task sweep that names the installed experiments and profile (relative paths in a
+# sweep file are relative to the file, and the profile to the working directory).
+TINY_SWEEP = """\
+base: {share}/experiments/tasks/reverse.yaml
+name: installed
+model: {{encoder_layers: 1, decoder_layers: 1, d_model: 32, d_ff: 64, heads: 4, d_k: 8, d_v: 8}}
+data: {{synthetic: {{train_size: 200, dev_size: 20}}}}
+train: {{batch_tokens: 400, steps: 4}}
+cluster: {{ranks: 2, threads_per_rank: 1}}
+sweep:
+  seeds: [1]
+"""
+
+
+def test_the_commands_a_sweep_writes_name_the_installed_program(prefix, tmp_path):
+    """An installed attnlab's sweep writes commands that run as written: the local plan starts
+    the installed binary under mpirun, and the Slurm script runs it and sources the installed
+    cluster/env.sh."""
+    share = prefix / "share" / "attnlab"
+    (tmp_path / "installed.yaml").write_text(TINY_SWEEP.format(share=share))
+    binary = str(prefix / "bin" / "attnlab")
+    local = run_installed(prefix, tmp_path, "sweep", "installed.yaml", "--launcher", "local",
+                          "--dry-run", "--out", "runs")
+    assert local.returncode == 0, local.stdout + local.stderr
+    assert "mpirun -np 2 " in local.stdout and f"{binary} train -c " in local.stdout, local.stdout
+    slurm = run_installed(prefix, tmp_path, "sweep", "installed.yaml", "--launcher", "slurm",
+                          "--profile", share / "cluster" / "profiles" / "local.yaml", "--dry-run",
+                          "--out", "runs-slurm")
+    assert slurm.returncode == 0, slurm.stdout + slurm.stderr
+    script = (tmp_path / "runs-slurm" / "installed" / "slurm" / "array-1.sbatch").read_text()
+    assert f"source '{share / 'cluster' / 'env.sh'}'" in script, script
+    assert binary in script, script
+
+
+def test_make_install_installs_the_build_under_prefix():
+    """`make install` builds the program and runs the install rules under PREFIX (the rules
+    themselves are what the tests above install); /usr/local without one."""
+    def plan(*variables):
+        result = subprocess.run(["make", "-n", "install", "BUILD_DIR=build", *variables], cwd=ROOT,
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+    assert "cmake --install build --prefix /opt/attnlab" in plan("PREFIX=/opt/attnlab")
+    assert "cmake --install build --prefix /usr/local" in plan()
+    assert "--target attnlab" in plan()
