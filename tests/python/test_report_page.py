@@ -89,7 +89,8 @@ def load_in_chromium(page, work):
     result = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
          "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={work / 'chromium-profile'}",
+         "--disable-sync", "--disable-dev-shm-usage",
+         f"--user-data-dir={work / 'chromium-profile'}",
          "--virtual-time-budget=10000", "--dump-dom", probed.as_uri()],
         capture_output=True, text=True, timeout=180)
     match = re.search(r'<pre id="probe">(.*?)</pre>', result.stdout, re.S)
