@@ -1,6 +1,6 @@
 # attnlab: one entry point for setup, build, tests, lint, benchmarks and a first run.
 #   make deps   make (build)   make test   make test-sanitize   make lint   make format   make bench
-#   make bench-scaling   make run    make fuzz   make fuzz-smoke   make clean
+#   make bench-scaling   make run    make fuzz   make fuzz-smoke   make install   make clean
 SHELL := bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := all
@@ -17,11 +17,14 @@ CTEST_TIMEOUT ?= 300
 # PATH would not see them).
 PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 BENCH_ARGS ?=
+# make install: attnlab in $(PREFIX)/bin, its Python and scripts in $(PREFIX)/share/attnlab.
+PREFIX ?= /usr/local
 
 # Every Debian package the project needs: toolchain, numerics, MPI, HDF5, config and CLI libraries,
 # tests and benchmarks, tokenizer, ICU (BLEU's intl tokenizer and -lc), Python analysis and
 # tests (python3-regex: the reference intl tokenizer; python3-torch: the PyTorch parity test and
-# make bench's reference), lint, clang with OpenMP and libFuzzer (make fuzz), Bible texts for the
+# make bench's reference; python3-plotly: report.html; chromium: the test that loads report.html
+# in a real browser), lint, clang with OpenMP and libFuzzer (make fuzz), Bible texts for the
 # small parallel corpus, and Slurm with iproute2 for the one- and two-node clusters of the sweep
 # tests. ocl-icd-opencl-dev is only a Recommends of libdnnl-dev, but Debian's dnnl-config.cmake
 # (built with the OpenCL GPU runtime) calls find_package(OpenCL REQUIRED), so it must be named here.
@@ -31,7 +34,7 @@ DEPS := build-essential cmake pkg-config git \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libsentencepiece-dev sentencepiece libicu-dev \
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest \
-  python3-yaml python3-sentencepiece python3-regex python3-torch \
+  python3-yaml python3-sentencepiece python3-regex python3-torch python3-plotly chromium \
   clang-format clang-tidy shellcheck \
   clang libomp-14-dev libclang-rt-14-dev \
   libsword-utils sword-text-web sword-text-sparv \
@@ -53,8 +56,8 @@ FORMAT_DIRS := $(wildcard core tests bench fuzz)
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
 TIDY_FILES = $(shell find core -type f -name '*.cpp' | sort)
 
-.PHONY: all deps configure build test test-fast test-sanitize fuzz-build fuzz fuzz-smoke lint format \
-  bench bench-scaling run clean
+.PHONY: all deps configure build install test test-fast test-sanitize fuzz-build fuzz fuzz-smoke lint \
+  format bench bench-scaling run clean
 
 all: build
 
@@ -80,6 +83,13 @@ configure: deps
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# Puts attnlab on PATH ($(PREFIX)/bin) with what it runs besides itself ($(PREFIX)/share/attnlab:
+# the analysis package, the corpus scripts, cluster/env.sh, experiments and profiles); DESTDIR is
+# honoured for staged installs. Only the program is built, not the tests.
+install: configure
+	cmake --build $(BUILD_DIR) --target attnlab -j $(JOBS)
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 # ctest runs two tests at once on two cores, so each gets one OpenMP and one OpenBLAS thread (tests
 # of threading set their counts themselves): idle OpenBLAS threads spin in sched_yield and made a

@@ -1,5 +1,7 @@
-"""`python3 -m analysis.report runs/<sweep> [--out DIR] [--format md,tex,csv]`: the sweep's table
-(report.md, table.tex, table.csv and runs.csv) and figures (PNG).
+"""`python3 -m analysis.report runs/<sweep> [--out DIR] [--format md,tex,csv,html] [--watch]`: the
+sweep's table (report.md, table.tex, table.csv and runs.csv), figures (PNG) and the browsable page
+(report.html, analysis/html_page.py). With --watch it writes them again every --interval seconds
+until Ctrl-C, running runs included, and the page reloads itself in the browser.
 
 Exit codes: 0 written (an incomplete sweep is reported, with a warning on stderr), 2 bad input
 (no such or empty directory, unreadable or truncated run file, unknown schema version, bad
@@ -11,19 +13,26 @@ import datetime
 import os
 import pathlib
 import platform
+import signal
 import sys
+import time
 
 if __package__ in (None, ""):  # run as a file (python3 analysis/report.py): the checkout's root
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from analysis import figures, render  # noqa: E402
+from analysis import figures, html_page, render  # noqa: E402
 from analysis.conclusions import conclusion_lines, discussion_lines  # noqa: E402
 from analysis.errors import AnalysisError  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
 from analysis.sweep import load_runs, load_sweep  # noqa: E402
 from analysis.table import build_table  # noqa: E402
 
-FORMATS = ("md", "tex", "csv")
+FORMATS = ("md", "tex", "csv", "html")
+# Seconds between two writes of a watched report: a sweep's runs evaluate every few minutes, and
+# reading a large sweep and drawing its figures takes tens of seconds on a busy machine.
+WATCH_INTERVAL = 60.0
+# How often a watch waiting for its next write looks whether it was asked to stop (seconds).
+WATCH_POLL = 0.2
 
 
 def _formats(text):
@@ -43,15 +52,41 @@ def parse_args(argv):
                         "and <run_id>/run.h5), or one or more run directories (a run, a pair)")
     parser.add_argument("--out", help="output directory (default: <sweep>/report)")
     parser.add_argument("--format", type=_formats, default=list(FORMATS),
-                        help="comma-separated table formats: md,tex,csv (default: all)")
+                        help="comma-separated outputs: md (report.md), tex (table.tex), csv "
+                        "(table.csv, runs.csv), html (report.html: interactive curves, per-seed "
+                        "results, the sortable table and attention maps, self-contained) "
+                        "(default: all)")
     parser.add_argument("--base", help="row to compare against (default: the sweep's base row)")
     parser.add_argument("--attention", default="base",
                         help="rows whose attention maps are drawn: base, all, none, or "
                              "comma-separated row names (default: base)")
-    parser.add_argument("--no-figures", action="store_true", help="tables only")
+    parser.add_argument("--no-figures", action="store_true",
+                        help="tables only: no PNG figures, and no attention maps in report.html "
+                        "(PNG figures are drawn for report.md, so only with the md format)")
     parser.add_argument("--notes", help="a Markdown file whose text goes into report.md as its "
                         "Discussion section (prose about the measured table)")
-    return parser.parse_args(argv)
+    parser.add_argument("--watch", action="store_true",
+                        help="keep writing the report while the sweep trains (running runs "
+                        "included; report.html reloads itself in the browser) until Ctrl-C")
+    parser.add_argument("--interval", type=_seconds, metavar="SECONDS",
+                        help="with --watch: seconds between two writes, and between two reloads "
+                        f"of report.html (default: {WATCH_INTERVAL:g})")
+    args = parser.parse_args(argv)
+    if args.interval is not None and not args.watch:
+        parser.error("--interval: only with --watch")
+    if args.interval is None:
+        args.interval = WATCH_INTERVAL
+    return args
+
+
+def _seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 1.0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds, at least 1")
+    return value
 
 
 def _attention_rows(sweep, choice):
@@ -82,7 +117,7 @@ def write_report(args):
     out.mkdir(parents=True, exist_ok=True)
     table = build_table(sweep)
     figure_files, figure_notes = [], []
-    if not args.no_figures:
+    if not args.no_figures and "md" in args.format:  # the PNGs are report.md's figures
         figure_files, figure_notes = figures.all_figures(
             sweep, out, _attention_rows(sweep, args.attention))
     if "csv" in args.format:
@@ -90,6 +125,11 @@ def write_report(args):
         render.runs_frame(sweep).to_csv(out / "runs.csv", index=False, float_format="%.10g")
     if "tex" in args.format:
         (out / "table.tex").write_text(render.latex(table), encoding="utf-8")
+    if "html" in args.format:
+        rows = [] if args.no_figures else _attention_rows(sweep, args.attention)
+        html_page.write_page(out / html_page.PAGE, html_page.page_html(
+            sweep, table, rows, conclusion_lines(sweep, table),
+            refresh_seconds=args.interval if args.watch else None))
     if "md" in args.format:
         (out / "report.md").write_text(_markdown_report(sweep, table, out, figure_files,
                                                         figure_notes, notes), encoding="utf-8")
@@ -180,11 +220,56 @@ def _markdown_report(sweep, table, out, figure_files, figure_notes, notes=None):
     return "\n".join(lines) + "\n"
 
 
+def watch(args):
+    """Writes the report every args.interval seconds until Ctrl-C (SIGINT) or SIGTERM. A write
+    that fails (a sweep that has not started, a run file caught mid-write) is reported and tried
+    again at the next interval, so the watch outlives a sweep's early minutes.
+
+    The first signal lets the write under way finish and ends the watch; a second one ends it at
+    once. A signal only sets a flag: a KeyboardInterrupt raised anywhere could land in a fork
+    handler that Python ignores (reading a run file forks), and the watch would go on."""
+    stop = []
+
+    def request_stop(number, _frame):
+        if stop:
+            raise KeyboardInterrupt
+        stop.append(number)
+
+    previous = {number: signal.signal(number, request_stop)
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while not stop:
+            started = time.monotonic()
+            try:
+                out, table = write_report(args)
+            except AnalysisError as error:
+                print(f"attnlab report: {error} (trying again in {args.interval:g} s)",
+                      file=sys.stderr, flush=True)
+            else:
+                counts = table.sweep.runs["status"].value_counts().to_dict()
+                status = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+                print(f"{datetime.datetime.now():%H:%M:%S} report written to {out} ({status}); "
+                      f"next in {args.interval:g} s, Ctrl-C stops", flush=True)
+            while not stop and time.monotonic() - started < args.interval:
+                time.sleep(min(WATCH_POLL, max(0.0, args.interval -
+                                               (time.monotonic() - started))))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    print("attnlab report: stopped watching (the report stays as last written)",
+          file=sys.stderr)
+    return 0
+
+
 def main(argv=None):
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exit_request:  # argparse: 2 for usage errors, 0 for --help
         return int(exit_request.code or 0)
+    if args.watch:
+        return watch(args)
     try:
         out, table = write_report(args)
     except AnalysisError as error:

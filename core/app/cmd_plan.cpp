@@ -57,9 +57,13 @@ std::optional<double> measured_rate(const io::RunContents& run) {
 // A short run of `config` on one rank and one thread in a temporary directory: its rate.
 double calibrate(ExperimentConfig config, int64_t steps) {
   config.train.steps = steps;
-  config.train.stop = StopConfig{};
   config.train.max_epochs = 0;
+  // It measures speed only: no dev evaluation before its end, so nothing that counts evaluations
+  // stays on (the stop rule, and the rate's reduce on plateau that config rules tie to them).
   config.eval.every = 0;
+  config.train.stop = StopConfig{};
+  config.train.lr.shrink_patience = 0;
+  config.train.lr.shrink_after = 0;
   config.eval.final_bleu = false;
   config.eval.bleu_during_training = false;
   config.log.every = 1;

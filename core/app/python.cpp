@@ -6,12 +6,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
 #include "core/app/cli.h"
 #include "core/util/check.h"
+#include "core/util/installed.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
 
@@ -64,15 +66,20 @@ std::string python_interpreter() {
 }
 
 std::string find_checkout(const std::string& relative) {
-  std::string root = find_above(fs::current_path(), relative);
+  // An installed attnlab runs its own installed scripts, whatever directory it is started in.
+  std::string root = installed_data_dir(relative);
+  if (!root.empty()) return root;
+  root = find_above(fs::current_path(), relative);
   if (!root.empty()) return root;
   std::error_code error;
   const fs::path executable = fs::read_symlink("/proc/self/exe", error);
   if (!error) root = find_above(executable.parent_path(), relative);
   if (root.empty()) {
-    throw Error("cannot find " + relative + " in " + fs::current_path().string() +
+    const std::string where = fs::current_path().string();
+    throw Error("cannot find " + relative + " in this attnlab's installed tree (make install), " +
+                where +
                 ", the directories above it or those above the attnlab executable; run attnlab "
-                "from its checkout");
+                "from its checkout or install it");
   }
   return root;
 }
@@ -85,18 +92,48 @@ int run_python(const std::vector<std::string>& args, const std::string& pythonpa
   if (!pythonpath.empty()) env = environment_with_pythonpath(pythonpath);
   std::vector<char*> argv = pointers(words);
   std::vector<char*> envp = pointers(env);
+  // While the script runs this process ignores SIGINT and SIGQUIT, as system(3) does: a Ctrl-C at
+  // the terminal reaches the script as well (one process group), the script decides how to end
+  // (`report --watch` stops cleanly), and its exit status is returned once it has. The script
+  // starts with their default actions (Python installs its KeyboardInterrupt handler only for a
+  // SIGINT that is not ignored).
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  struct sigaction old_interrupt = {};
+  struct sigaction old_quit = {};
+  sigaction(SIGINT, &ignore, &old_interrupt);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGQUIT);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
   pid_t child = 0;
-  const int failed = posix_spawnp(&child, python.c_str(), nullptr, nullptr, argv.data(),
+  const int failed = posix_spawnp(&child, python.c_str(), nullptr, &attributes, argv.data(),
                                   pythonpath.empty() ? environ : envp.data());
+  posix_spawnattr_destroy(&attributes);
+  int status = 0;
+  int wait_error = 0;
+  if (failed == 0) {
+    while (waitpid(child, &status, 0) < 0) {
+      if (errno != EINTR) {
+        wait_error = errno;
+        break;
+      }
+    }
+  }
+  sigaction(SIGINT, &old_interrupt, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
   if (failed != 0) {
     throw Error("cannot run " + python + ": " + std::strerror(failed) +
                 " (the interpreter is $ATTNLAB_PYTHON, else /usr/bin/python3, else python3 on "
                 "PATH)");
   }
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0) {
-    CHECK(errno == EINTR) << "waiting for " << python << ": " << std::strerror(errno);
-  }
+  CHECK(wait_error == 0) << "waiting for " << python << ": " << std::strerror(wait_error);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return kExitFailure;  // killed by a signal
 }

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/util/installed.h"
+
 namespace attnlab::cluster {
 namespace fs = std::filesystem;
 namespace {
@@ -83,6 +85,9 @@ std::string self_executable() {
 }
 
 std::string find_env_script() {
+  if (const std::string installed = installed_data_dir("cluster/env.sh"); !installed.empty()) {
+    return installed + "/cluster/env.sh";
+  }
   const std::string exe = self_executable();
   if (exe.empty()) return "";
   // <root>/<build dir>/attnlab -> <root>/cluster/env.sh

@@ -22,8 +22,8 @@ Environment run_environment(int64_t threads_per_rank);
 // Cores this process may run on (its CPU affinity mask).
 int64_t available_cores();
 
-// cluster/env.sh of the source tree the running binary was built in (<root>/build*/attnlab), or
-// "" when there is none next to it.
+// cluster/env.sh of an installed attnlab (<prefix>/share/attnlab/cluster/env.sh), else of the
+// source tree the running binary was built in (<root>/build*/attnlab), or "" when there is none.
 std::string find_env_script();
 
 // The running executable's absolute path (/proc/self/exe).

@@ -13,6 +13,7 @@ README uses is in docs/cli.md, every make target is in the Makefile, every path 
 import os
 import re
 import shlex
+import shutil
 import subprocess
 
 import pytest
@@ -354,3 +355,23 @@ def test_config_keys_named_in_the_readme_exist():
                     f"README gives `{key}` the value {item!r}; docs/config.md allows {choices}"
         checked += 1
     assert checked >= 5, named
+
+
+def test_the_plan_line_of_the_prose_runs_as_written(attnlab, tmp_path):
+    """The README's `attnlab plan` line, word for word, in a directory laid out as a checkout
+    whose runs/ holds the committed logs of that sweep: the per-core rate comes from its finished
+    runs. (Without logs the rate comes from a calibration run on the sweep's corpus, data/bible;
+    test_sweep_local.py calibrates a sweep with the same stop and plateau rules.)"""
+    (line,) = re.findall(r"`\./build/attnlab (plan [^`]*)`", readme())
+    words = shlex.split(line)
+    sweep = words[1]
+    for top in ("experiments", "cluster"):
+        (tmp_path / top).symlink_to(ROOT / top)
+    name = re.search(r"^name: (\S+)$", (ROOT / sweep).read_text(), re.M).group(1)
+    shutil.copytree(ROOT / "docs" / "results" / name / "runs", tmp_path / "runs" / name)
+    result = subprocess.run([str(attnlab), *words], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "calibrating" not in result.stdout, result.stdout
+    for part in ("total: ", "core-hours", "left: ", "one run of base spread over nodes"):
+        assert part in result.stdout, result.stdout

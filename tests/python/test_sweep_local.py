@@ -624,3 +624,16 @@ def test_a_command_line_sweep_error_names_the_option_not_the_file(attnlab, tmp_p
     assert result.returncode == 2
     assert f"attnlab sweep: {message}" in result.stderr, result.stderr
     assert "tiny.yaml" not in result.stderr
+
+
+def test_plan_calibrates_a_sweep_whose_runs_shrink_the_rate_on_plateau(attnlab, tmp_path):
+    """The calibration run evaluates only at its end, so it leaves out every rule that counts dev
+    evaluations: a sweep whose runs stop early and shrink the rate on plateau (as
+    experiments/small/table3-plateau.yaml, which the README prices) is calibrated and priced."""
+    rows = ("  rows:\n    - {name: plateau, set: {train.stop.patience: 3, "
+            "train.lr.shrink_patience: 2, train.lr.shrink_after: 10}}\n")
+    path = write_sweep(tmp_path, name="plateau", seeds="[1]", extra=rows, every=5)
+    result = run_attnlab(attnlab, "plan", path, "--calibration-steps", "3", "--out",
+                         tmp_path / "runs", timeout=120)
+    assert "calibrating: 3 steps of plateau.seed1" in result.stdout, result.stdout
+    assert "core-hours" in result.stdout, result.stdout
