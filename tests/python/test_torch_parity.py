@@ -1,22 +1,31 @@
-"""PyTorch parity: a checkpoint attnlab wrote, rebuilt in torch by its parameter names, scores the
-dev set with the per-token NLL attnlab reported for it.
+"""PyTorch parity, a gradient twin: one training step attnlab dumped (`attnlab dump-step`), redone
+by an independent float64 PyTorch model built from the dump's parameters by name, gives the same
+log-probabilities, the same label-smoothed loss and NLL, and the same gradient for every
+parameter name.
 
-Each case trains a tiny reverse-task model for 100 steps (so its parameters are far from their
-initialisation), then an independent float64 torch implementation of the architecture reads the
-checkpoint's `params` group by the fairseq-style names of core/model/param_names.h, runs the same
-dev sentences and must reproduce the run's `final_dev_nll` (run.h5 summary, a float64 sum over
-tokens) to a relative 1e-6. attnlab evaluates in float32, whose round-off here is near 1e-9; a
-wrong convention anywhere (sqrt(d_model) embedding scale, interleaved sinusoids, learned position
-rows, norm placement, LayerNorm/RMSNorm and their epsilon, the pre-LN stack norm, the attention
-scale, d_k/d_v head widths, padding and causal masks, the tied or separate output projection)
-moves the NLL by far more. Every checkpoint tensor must be used, so a tensor the torch model
-ignores fails the test instead of passing unnoticed.
+As llm.c's test_gpt2 checks its C model against the state PyTorch dumped, the batch comes from the
+dump itself (its token ids and key-padding masks): nothing of attnlab's generator, synthetic data
+or batcher is copied here. The torch model is written from the equations and fairseq's names, not
+from attnlab's kernels, and every dumped tensor must be read (a tensor the torch model ignored has
+no torch gradient, and fails). A wrong convention anywhere (sqrt(d_model) embedding scale,
+interleaved sinusoids, learned position rows, norm placement, LayerNorm/RMSNorm and their epsilon,
+the pre-LN stack norm, the attention scale, d_k/d_v head widths, padding and causal masks, the tied
+or separate output projection, the label-smoothing distribution) moves the numbers by far more than
+the tolerances below.
 
-attnlab writes no file with the synthetic dev sentences: they are regenerated here from the run's
-seed by a transcription of make_synthetic_split (core/data/synthetic.cpp) and its counter-based
-generator (core/util/rng.h), checked against the first dev pair the run log keeps as its
-attention probe (/attention/probe_0), and batched as SyntheticSource batches them
-(core/train/data_source.cpp).
+Each model variant is trained for a few steps first (so that norm gains and biases have left 1 and
+0, where a model that ignored or swapped them would still agree), then the step at the run's newest
+checkpoint is dumped with `--run`; the initial parameters (`-c`) are dumped too.
+
+Tolerances. In float64 both sides round at 2^-53 ~ 1.1e-16 per operation, and the chains here
+are short (at most two layers per stack, sums over at most a few hundred terms): measured over
+every case below, log-probabilities and losses differ by at most 9e-16 relative and gradients by
+at most 7.4e-15 relative to the largest element of their tensor. FLOAT64_TOLERANCE = 1e-12 leaves
+a margin of over 100 and still resolves conventions a float32 comparison cannot: a norm epsilon
+of 1e-6 instead of 1e-5 moves the log-probabilities by 7e-7. With `--precision float32` attnlab
+runs its training arithmetic (float32 products, exp_poly exponentials), round-off 2^-24 ~ 6e-8 per
+operation: measured at most 2e-7 (log-probabilities), 8e-9 (losses) and 4.2e-6 (gradients),
+checked to FLOAT32_TOLERANCE = 1e-4.
 """
 
 import math
@@ -28,21 +37,22 @@ import pytest
 from conftest import ROOT, run_attnlab
 
 torch = pytest.importorskip("torch", reason="python3-torch is not installed: the PyTorch parity "
-                                            "of attnlab's evaluation is not checked")
+                                            "of attnlab's training step is not checked")
 F = torch.nn.functional
 
 TASK = ROOT / "experiments" / "tasks" / "reverse.yaml"
-STEPS = 100
-# Small data and batches keep a run under a second. Warmup 10 (instead of 100) and 100 steps move
-# the parameters well away from their initialisation and give attention a pattern to lose: with
-# another attention scale, a missing padding mask or another embedding scale, the NLL moves by
-# 1e-4 to 1e-1 relative, while the float32 round-off of attnlab's evaluation is near 1e-9.
+STEPS = 30
+# Small data and batches keep a run under a second; warmup 10 and 30 steps move every parameter
+# away from its initialisation. Label smoothing 0.1 so that the smoothed loss differs from the
+# NLL; dropout 0.1 so that a dump that forgot to switch it off fails.
 DATA = [
-    "--set", "data.synthetic.train_size=2000", "--set", "data.synthetic.dev_size=60",
-    "--set", "train.batch_tokens=400", "--set", "train.lr.warmup=10",
+    "--set", "data.synthetic.train_size=500", "--set", "data.synthetic.dev_size=20",
+    "--set", "train.batch_tokens=200", "--set", "train.lr.warmup=10",
+    "--set", "train.label_smoothing=0.1", "--set", "model.dropout=0.1",
     "--set", f"train.steps={STEPS}",
 ]
-RELATIVE_TOLERANCE = 1e-6
+FLOAT64_TOLERANCE = 1e-12
+FLOAT32_TOLERANCE = 1e-4
 
 
 def model_settings(**values):
@@ -53,128 +63,57 @@ def model_settings(**values):
 
 
 # Each option value appears at least once; d_k and d_v differ from d_model / heads where noted.
-CASES = [
-    pytest.param(model_settings(norm="post", norm_type="layernorm", positions="sinusoidal",
-                                attention_scale="rsqrt_dk", encoder_layers=1, decoder_layers=1,
-                                d_model=32, d_ff=64, heads=4, d_k=8, d_v=8),
-                 id="post-layernorm-sinusoidal-rsqrt_dk"),
+CASES = {
+    "post-layernorm-sinusoidal-rsqrt_dk": model_settings(
+        norm="post", norm_type="layernorm", positions="sinusoidal", attention_scale="rsqrt_dk",
+        encoder_layers=1, decoder_layers=1, d_model=32, d_ff=64, heads=4, d_k=8, d_v=8),
     # d_k 4, d_v 12 with d_model / heads = 8; two layers per stack.
-    pytest.param(model_settings(norm="pre", norm_type="layernorm", positions="learned",
-                                attention_scale="none", encoder_layers=2, decoder_layers=2,
-                                d_model=16, d_ff=32, heads=2, d_k=4, d_v=12),
-                 id="pre-layernorm-learned-none-dk4-dv12"),
-    # A large epsilon, so that using another one (or none) shows in the NLL.
-    pytest.param(model_settings(norm="post", norm_type="rmsnorm", positions="learned",
-                                attention_scale="inv_dk", encoder_layers=1, decoder_layers=2,
-                                d_model=24, d_ff=48, heads=3, d_k=5, d_v=7, layer_norm_eps=0.01),
-                 id="post-rmsnorm-learned-inv_dk-eps1e-2"),
-    pytest.param(model_settings(norm="pre", norm_type="rmsnorm", positions="sinusoidal",
-                                attention_scale="inv_dk", encoder_layers=2, decoder_layers=1,
-                                d_model=32, d_ff=64, heads=4, d_k=12, d_v=4),
-                 id="pre-rmsnorm-sinusoidal-inv_dk-dk12-dv4"),
+    "pre-layernorm-learned-none-dk4-dv12": model_settings(
+        norm="pre", norm_type="layernorm", positions="learned", attention_scale="none",
+        encoder_layers=2, decoder_layers=2, d_model=16, d_ff=32, heads=2, d_k=4, d_v=12),
+    # A large epsilon, so that using another one (or none) shows.
+    "post-rmsnorm-learned-inv_dk-eps1e-2": model_settings(
+        norm="post", norm_type="rmsnorm", positions="learned", attention_scale="inv_dk",
+        encoder_layers=1, decoder_layers=2, d_model=24, d_ff=48, heads=3, d_k=5, d_v=7,
+        layer_norm_eps=0.01),
+    "pre-rmsnorm-sinusoidal-inv_dk-dk12-dv4": model_settings(
+        norm="pre", norm_type="rmsnorm", positions="sinusoidal", attention_scale="inv_dk",
+        encoder_layers=2, decoder_layers=1, d_model=32, d_ff=64, heads=4, d_k=12, d_v=4),
     # The remaining names: a learned scale per attention block, separate decoder embedding and
     # output projection, and an output bias.
-    pytest.param(model_settings(norm="pre", norm_type="layernorm", positions="sinusoidal",
-                                attention_scale="learned", tie_embeddings="false",
-                                output_bias="true", encoder_layers=1, decoder_layers=1,
-                                d_model=16, d_ff=32, heads=2, d_k=8, d_v=8),
-                 id="pre-layernorm-learned_scale-untied-output_bias"),
-]
+    "pre-layernorm-learned_scale-untied-output_bias": model_settings(
+        norm="pre", norm_type="layernorm", positions="sinusoidal", attention_scale="learned",
+        tie_embeddings="false", output_bias="true", encoder_layers=1, decoder_layers=1,
+        d_model=16, d_ff=32, heads=2, d_k=8, d_v=8),
+}
 
 
-# --- the dev sentences: core/util/rng.h and core/data/synthetic.cpp in Python -------------------
+# --- the dump ------------------------------------------------------------------------------------
 
-MASK64 = (1 << 64) - 1
-
-
-def mix64(x):
-    """SplitMix64's finaliser, as attnlab's mix64."""
-    x = (x + 0x9E3779B97F4A7C15) & MASK64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK64
-    return x ^ (x >> 31)
-
-
-def rng_key(a, b=0, c=0, d=0):
-    return mix64(mix64(mix64(mix64(a) ^ b) ^ c) ^ d)
-
-
-class Rng:
-    """attnlab's sequential generator: draw n is mix64(key ^ mix64(n))."""
-
-    def __init__(self, seed):
-        self.key = rng_key(seed)
-        self.counter = 0
-
-    def below(self, n):
-        value = mix64(self.key ^ mix64(self.counter))
-        self.counter += 1
-        return value % n
-
-
-FIRST_SYMBOL = 3  # 0 pad, 1 bos, 2 eos
-
-
-def reverse_example(rng, symbols, min_length, max_length):
-    length = min_length + rng.below(max_length - min_length + 1)
-    src = [FIRST_SYMBOL + rng.below(symbols) for _ in range(length)]
-    return src, src[::-1]
-
-
-def dev_pairs(config):
-    """The run's dev (source, target) pairs, without eos, in their generated order: drawn after
-    the training set from their own stream, skipping any source the training set holds."""
-    assert config["data.task"] == "reverse"
-    seed = int(config["seed"])
-    symbols, train_size, dev_size, low, high = (
-        int(config[f"data.synthetic.{key}"])
-        for key in ("symbols", "train_size", "dev_size", "min_length", "max_length"))
-    train_rng = Rng(rng_key(seed, 0xDA7A, 1))
-    seen = {tuple(reverse_example(train_rng, symbols, low, high)[0]) for _ in range(train_size)}
-    dev_rng = Rng(rng_key(seed, 0xDA7A, 2))
-    pairs = []
-    while len(pairs) < dev_size:
-        src, tgt = reverse_example(dev_rng, symbols, low, high)
-        if tuple(src) not in seen:
-            pairs.append((src, tgt))
-    return pairs
-
-
-def dev_batches(pairs, config):
-    """Consecutive pairs until a batch holds batch_tokens source + target tokens (SyntheticSource),
-    padded as make_batch pads: src = x eos, tgt_in = bos y, tgt_out = y eos."""
-    pad, bos, eos = (int(config[f"model.{key}"]) for key in ("pad_id", "bos_id", "eos_id"))
-    groups, group, tokens = [], [], 0
-    for i, (src, tgt) in enumerate(pairs):
-        group.append((src, tgt))
-        tokens += len(src) + len(tgt) + 2
-        if tokens >= int(config["train.batch_tokens"]) or i + 1 == len(pairs):
-            groups.append(group)
-            group, tokens = [], 0
-    batches = []
-    for group in groups:
-        src_length = max(len(src) for src, _ in group) + 1
-        tgt_length = max(len(tgt) for _, tgt in group) + 1
-        src_ids = torch.full((len(group), src_length), pad, dtype=torch.long)
-        tgt_in = torch.full((len(group), tgt_length), pad, dtype=torch.long)
-        tgt_out = torch.full((len(group), tgt_length), pad, dtype=torch.long)
-        for b, (src, tgt) in enumerate(group):
-            src_ids[b, :len(src) + 1] = torch.tensor(src + [eos])
-            tgt_in[b, :len(tgt) + 1] = torch.tensor([bos] + tgt)
-            tgt_out[b, :len(tgt) + 1] = torch.tensor(tgt + [eos])
-        batches.append((src_ids, tgt_in, tgt_out))
-    return batches
-
-
-# --- the model in torch, float64, from the checkpoint's tensors by name -------------------------
-
-class Checkpoint:
-    """The `params` group of a checkpoint as float64 tensors; remembers which names were read."""
+class Dump:
+    """A step dump (docs/hdf5-schema.md, "Step dump") as float64 torch tensors."""
 
     def __init__(self, path):
         with h5py.File(path, "r") as f:
-            self.tensors = {name: torch.from_numpy(np.asarray(data[...], dtype=np.float64))
-                            for name, data in f["params"].items()}
+            assert f.attrs["schema"] == "attnlab-step-dump"
+            self.attrs = dict(f.attrs)
+            self.config = dict(f["config"].attrs)
+            self.batch = {name: torch.from_numpy(np.asarray(data[...], dtype=np.int64))
+                          for name, data in f["batch"].items()}
+            self.log_probs = torch.from_numpy(np.asarray(f["log_probs"][...], dtype=np.float64))
+            self.params = {name: np.asarray(data[...], dtype=np.float64)
+                           for name, data in f["params"].items()}
+            self.grads = {name: torch.from_numpy(np.asarray(data[...], dtype=np.float64))
+                          for name, data in f["grads"].items()}
+
+
+class Parameters:
+    """The dump's parameters as float64 leaf tensors that collect gradients; remembers which
+    names were read."""
+
+    def __init__(self, arrays):
+        self.tensors = {name: torch.tensor(array, dtype=torch.float64, requires_grad=True)
+                        for name, array in arrays.items()}
         self.read = set()
 
     def __getitem__(self, name):
@@ -186,9 +125,11 @@ def flag(value):
     return str(value).lower() == "true"
 
 
+# --- the model in torch, float64 -----------------------------------------------------------------
+
 class TorchTransformer:
-    """The encoder-decoder of core/model/transformer.cpp without dropout (evaluation), written
-    from the equations and fairseq's names rather than from attnlab's kernels."""
+    """The encoder-decoder of core/model/transformer.cpp without dropout, written from the
+    equations and fairseq's names rather than from attnlab's kernels."""
 
     def __init__(self, params, config):
         self.p = params
@@ -205,7 +146,6 @@ class TorchTransformer:
         self.scale_mode = config["model.attention_scale"]
         self.encoder_layers = int(config["model.encoder_layers"])
         self.decoder_layers = int(config["model.decoder_layers"])
-        self.pad = int(config["model.pad_id"])
 
     def attention_scale(self, prefix):
         mode = self.scale_mode
@@ -267,8 +207,8 @@ class TorchTransformer:
             positions = positions.reshape(length, self.d_model)
         return math.sqrt(self.d_model) * table[tokens] + positions
 
-    def encode(self, src):
-        hidden = (src == self.pad)[:, None, :]  # (B,1,S) padding keys
+    def encode(self, src, source_padding):
+        hidden = source_padding[:, None, :]  # (B,1,S) padding keys
         x = self.embed(src, "encoder")
         for i in range(self.encoder_layers):
             layer = f"encoder.layers.{i}"
@@ -277,13 +217,13 @@ class TorchTransformer:
             x = self.sublayer(x, f"{layer}.final_layer_norm", lambda h: self.ffn(h, layer))
         return self.norm(x, "encoder.layer_norm") if self.pre_norm else x
 
-    def logits(self, src, tgt_in):
-        memory = self.encode(src)
-        source_hidden = (src == self.pad)[:, None, :]
+    def log_probs(self, src, tgt_in, source_padding, target_padding):
+        """(B,T,N) log-probabilities; the paddings are True at padded positions."""
+        memory = self.encode(src, source_padding)
         length = tgt_in.shape[1]
         future = torch.ones(length, length, dtype=torch.bool).triu(1)
         # Decoder self-attention hides padded target positions as keys, and the future.
-        self_hidden = (tgt_in == self.pad)[:, None, :] | future[None]
+        self_hidden = target_padding[:, None, :] | future[None]
         y = self.embed(tgt_in, "decoder")
         for i in range(self.decoder_layers):
             layer = f"decoder.layers.{i}"
@@ -291,78 +231,186 @@ class TorchTransformer:
                               lambda h: self.attention(h, h, f"{layer}.self_attn", self_hidden))
             y = self.sublayer(y, f"{layer}.encoder_attn_layer_norm",
                               lambda h: self.attention(h, memory, f"{layer}.encoder_attn",
-                                                       source_hidden))
+                                                       source_padding[:, None, :]))
             y = self.sublayer(y, f"{layer}.final_layer_norm", lambda h: self.ffn(h, layer))
         if self.pre_norm:
             y = self.norm(y, "decoder.layer_norm")
         projection = self.p["encoder.embed_tokens.weight" if self.tied
                             else "decoder.output_projection.weight"]
         bias = self.p["decoder.output_projection.bias"] if self.output_bias else None
-        return F.linear(y, projection, bias)
-
-    def nll_sums(self, batch):
-        """(summed NLL, target tokens) of a batch; pad targets are not scored."""
-        src, tgt_in, tgt_out = batch
-        log_probs = torch.log_softmax(self.logits(src, tgt_in), dim=-1)
-        scored = tgt_out != self.pad
-        token_nll = -log_probs.gather(-1, tgt_out.unsqueeze(-1)).squeeze(-1)
-        return token_nll[scored].sum().item(), int(scored.sum())
+        return torch.log_softmax(F.linear(y, projection, bias), dim=-1)
 
 
-# --- the test ------------------------------------------------------------------------------------
-
-def train_tiny(attnlab, out, settings):
-    run_attnlab(attnlab, "train", "-c", TASK, *DATA, *settings, "--out", out)
-    with h5py.File(out / "run.h5", "r") as f:
-        assert f.attrs["status"] == "completed"
-        config = dict(f["config"].attrs)
-        summary = dict(f["summary"].attrs)
-        probe = f["attention"]["probe_0"].attrs
-        first_pair = (list(probe["source_tokens"]), list(probe["target_tokens"]))
-    return config, summary, first_pair
-
-
-def assert_trained(params):
-    """The checkpoint is not the initialisation: every norm gain has left 1 and every norm bias 0
-    (a torch model that ignored them, or swapped gain and bias, would not match)."""
-    for name, tensor in params.tensors.items():
-        if "layer_norm" not in name:
-            continue
-        initial = 1.0 if name.endswith(".weight") else 0.0
-        assert torch.any(tensor != initial), f"{name} is still at its initial {initial}"
+def loss_sums(log_probs, targets, pad, smoothing):
+    """(label-smoothed loss, NLL) summed over the non-pad targets: the target distribution puts
+    1 - eps on the target and eps / (N - 1) on every other class (the paper, fairseq)."""
+    vocab = log_probs.shape[-1]
+    scored = targets != pad
+    target_log_probs = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)[scored]
+    others = log_probs.sum(-1)[scored] - target_log_probs
+    nll = -target_log_probs.sum()
+    loss = -((1.0 - smoothing) * target_log_probs + smoothing / (vocab - 1) * others).sum()
+    return loss, nll
 
 
-@pytest.mark.parametrize("settings", CASES)
-def test_torch_rebuilt_checkpoint_gives_attnlabs_dev_nll(attnlab, tmp_path, settings):
-    out = tmp_path / "run"
-    config, summary, (probe_source, probe_target) = train_tiny(attnlab, out, settings)
-    # The run evaluated the final step's own parameters (eval.checkpoint newest, no averaging),
-    # which are what the step's checkpoint holds.
-    assert summary["final_checkpoint"] == f"newest (step {STEPS})"
-    params = Checkpoint(out / "ckpt" / f"step_{STEPS}.h5")
-    assert_trained(params)
+# --- the comparisons ----------------------------------------------------------------------------
 
-    pairs = dev_pairs(config)
-    src, tgt = pairs[0]
-    eos, bos = int(config["model.eos_id"]), int(config["model.bos_id"])
-    assert (probe_source, probe_target) == ([str(t) for t in src + [eos]],
-                                            [str(t) for t in [bos] + tgt]), \
-        "the regenerated dev set no longer starts with the run's first dev pair: " \
-        "make_synthetic_split or rng.h changed, update dev_pairs() here"
+def relative_difference(attnlab_value, torch_value):
+    """max |a - t| over the largest |t| of the tensor (or scalar)."""
+    attnlab_value = torch.as_tensor(attnlab_value, dtype=torch.float64)
+    torch_value = torch.as_tensor(torch_value, dtype=torch.float64)
+    scale = torch_value.abs().max().item()
+    difference = (attnlab_value - torch_value).abs().max().item()
+    return difference / scale if scale > 0 else difference
 
+
+def twin_differences(dump):
+    """Reruns the dumped step in torch; returns the largest relative differences (log_probs, loss,
+    nll, gradient) with the gradient's name, after checking that every tensor was used."""
+    config, batch = dump.config, dump.batch
+    pad = int(config["model.pad_id"])
+    src, tgt_in, tgt_out = batch["src"], batch["tgt_in"], batch["tgt_out"]
+    # The masks attnlab's attention used are exactly the padded positions of the token ids.
+    source_padding, target_padding = src == pad, tgt_in == pad
+    assert torch.equal(batch["src_key_padding"].bool(), source_padding)
+    assert torch.equal(batch["tgt_key_padding"].bool(), target_padding)
+    assert int(dump.attrs["target_tokens"]) == int((tgt_out != pad).sum())
+
+    params = Parameters(dump.params)
     model = TorchTransformer(params, config)
-    nll, tokens = 0.0, 0
-    with torch.no_grad():
-        for batch in dev_batches(pairs, config):
-            batch_nll, batch_tokens = model.nll_sums(batch)
-            nll += batch_nll
-            tokens += batch_tokens
-    unread = sorted(set(params.tensors) - params.read)
-    assert not unread, f"checkpoint tensors the torch model never read: {unread}"
+    log_probs = model.log_probs(src, tgt_in, source_padding, target_padding)
+    smoothing = float(config["train.label_smoothing"])
+    assert float(dump.attrs["label_smoothing"]) == smoothing
+    # attnlab's loss takes eps as a float32 (0.1 becomes 0.10000000149...), 1.5e-8 relative away
+    # from the double: enough to show in a float64 loss.
+    loss, nll = loss_sums(log_probs, tgt_out, pad, float(np.float32(smoothing)))
+    # The trainer's gradient: of the mean label-smoothed loss per target token.
+    (loss / int(dump.attrs["target_tokens"])).backward()
 
-    torch_nll = nll / tokens
-    attnlab_nll = float(summary["final_dev_nll"])
-    relative = abs(torch_nll - attnlab_nll) / attnlab_nll
-    assert relative <= RELATIVE_TOLERANCE, \
-        f"dev NLL per token: torch {torch_nll!r}, attnlab {attnlab_nll!r} " \
-        f"(relative difference {relative:.3g} over {tokens} tokens)"
+    unread = sorted(set(params.tensors) - params.read)
+    assert not unread, f"dumped parameters the torch model never read: {unread}"
+    assert set(dump.grads) == set(params.tensors), "the dump's /grads and /params name differently"
+    differences = {
+        "log_probs": relative_difference(dump.log_probs, log_probs.detach()),
+        "loss": relative_difference(dump.attrs["loss_sum"], loss.item()),
+        "nll": relative_difference(dump.attrs["nll_sum"], nll.item()),
+    }
+    for name, tensor in params.tensors.items():
+        assert tensor.grad is not None, f"{name}: no gradient reaches it in the torch model"
+        assert tuple(dump.grads[name].shape) == tuple(tensor.shape), name
+    largest = max(tensor.grad.abs().max().item() for tensor in params.tensors.values())
+    worst_gradient, worst_name = 0.0, None
+    for name, tensor in params.tensors.items():
+        if name.endswith(".k_proj.bias"):
+            # Zero in exact arithmetic: a key bias b adds q.b to every logit of a query's row,
+            # which softmax ignores. Both sides hold round-off, compared with the largest gradient.
+            difference = max(dump.grads[name].abs().max().item(),
+                             tensor.grad.abs().max().item()) / largest
+        else:
+            difference = relative_difference(dump.grads[name], tensor.grad)
+        if difference >= worst_gradient:
+            worst_gradient, worst_name = difference, name
+    differences["gradient"] = worst_gradient
+    return differences, worst_name
+
+
+def assert_twins(dump, tolerance):
+    differences, worst_name = twin_differences(dump)
+    report = ", ".join(f"{key} {value:.3g}" for key, value in differences.items())
+    for key, value in differences.items():
+        assert value <= tolerance, \
+            f"{key} differs from torch by {value:.3g} relative (tolerance {tolerance:g}; " \
+            f"{report}; worst gradient {worst_name})"
+
+
+# --- the tests ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def trained_runs(attnlab, tmp_path_factory):
+    """One short run per variant, trained on first use: its directory by case name."""
+    runs = {}
+
+    def run_dir(case):
+        if case not in runs:
+            out = tmp_path_factory.mktemp("run") / case
+            run_attnlab(attnlab, "train", "-c", TASK, *DATA, *CASES[case], "--out", out, "-q")
+            runs[case] = out
+        return runs[case]
+
+    return run_dir
+
+
+def dump_step(attnlab, out, *source, precision="float64"):
+    run_attnlab(attnlab, "dump-step", *source, "--precision", precision, "--out", out)
+    return Dump(out)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_trained_step_gradients_equal_torchs(attnlab, trained_runs, tmp_path, case):
+    run = trained_runs(case)
+    dump = dump_step(attnlab, tmp_path / "step.h5", "--run", run)
+    checkpoint = run / "ckpt" / f"step_{STEPS}.h5"
+    assert dump.attrs["params_from"] == str(checkpoint)
+    assert dump.attrs["precision"] == "float64"
+    with h5py.File(checkpoint, "r") as f:
+        stored = {name: np.asarray(data[...], dtype=np.float64)
+                  for name, data in f["params"].items()}
+    assert stored.keys() == dump.params.keys()
+    for name, values in stored.items():
+        np.testing.assert_array_equal(dump.params[name], values, err_msg=name)
+        # Trained: every norm gain has left 1 and every norm bias 0 (a torch model that ignored
+        # them, or swapped gain and bias, would otherwise agree).
+        if "layer_norm" in name:
+            initial = 1.0 if name.endswith(".weight") else 0.0
+            assert np.any(values != initial), f"{name} is still at its initial {initial}"
+    assert_twins(dump, FLOAT64_TOLERANCE)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_initial_step_gradients_equal_torchs(attnlab, tmp_path, case):
+    dump = dump_step(attnlab, tmp_path / "step.h5", "-c", TASK, *DATA, *CASES[case])
+    assert dump.attrs["params_from"] == "initialisation (seed 1)"
+    assert_twins(dump, FLOAT64_TOLERANCE)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_float32_step_equals_torchs_to_float32_round_off(attnlab, trained_runs, tmp_path, case):
+    dump = dump_step(attnlab, tmp_path / "step.h5", "--run", trained_runs(case),
+                     precision="float32")
+    assert dump.attrs["precision"] == "float32"
+    assert_twins(dump, FLOAT32_TOLERANCE)
+
+
+def wrong_twin(path, key, value):
+    """The differences of a dump redone by a torch model told another value of one config key."""
+    dump = Dump(path)
+    dump.config[key] = value
+    if key == "train.label_smoothing":
+        dump.attrs["label_smoothing"] = float(value)
+    return twin_differences(dump)[0]
+
+
+def test_a_wrong_twin_fails(attnlab, trained_runs, tmp_path):
+    """The comparison can fail: the same dump against a torch model with another attention scale
+    or label smoothing differs beyond even the float32 tolerance, and with another norm epsilon
+    (1e-6 for 1e-5) beyond the float64 one."""
+    case = "post-layernorm-sinusoidal-rsqrt_dk"
+    path = tmp_path / "step.h5"
+    dump_step(attnlab, path, "--run", trained_runs(case))
+    assert wrong_twin(path, "model.attention_scale", "none")["log_probs"] > 100 * FLOAT32_TOLERANCE
+    assert wrong_twin(path, "train.label_smoothing", "0.2")["loss"] > 100 * FLOAT32_TOLERANCE
+    assert wrong_twin(path, "model.layer_norm_eps", "1e-6")["log_probs"] > 1e3 * FLOAT64_TOLERANCE
+
+
+def test_dump_step_refuses_an_existing_file_and_mixed_sources(attnlab, tmp_path):
+    out = tmp_path / "step.h5"
+    out.write_text("keep me")
+    result = run_attnlab(attnlab, "dump-step", "-c", TASK, "--out", out, check=False)
+    assert result.returncode == 2 and "--force" in result.stderr
+    assert out.read_text() == "keep me"
+    result = run_attnlab(attnlab, "dump-step", "-c", TASK, "--run", tmp_path, "--out",
+                         tmp_path / "other.h5", check=False)
+    assert result.returncode == 2 and "either --run DIR or -c" in result.stderr
+    result = run_attnlab(attnlab, "dump-step", "-c", TASK, "--precision", "bf16", "--out",
+                         tmp_path / "other.h5", check=False)
+    assert result.returncode == 2 and "float64 or float32" in result.stderr
