@@ -76,9 +76,11 @@ CASES = {
         norm="post", norm_type="rmsnorm", positions="learned", attention_scale="inv_dk",
         encoder_layers=1, decoder_layers=2, d_model=24, d_ff=48, heads=3, d_k=5, d_v=7,
         layer_norm_eps=0.01),
-    "pre-rmsnorm-sinusoidal-inv_dk-dk12-dv4": model_settings(
+    # The tiled attention kernel (model.attention), forward and backward.
+    "pre-rmsnorm-sinusoidal-inv_dk-dk12-dv4-tiled": model_settings(
         norm="pre", norm_type="rmsnorm", positions="sinusoidal", attention_scale="inv_dk",
-        encoder_layers=2, decoder_layers=1, d_model=32, d_ff=64, heads=4, d_k=12, d_v=4),
+        encoder_layers=2, decoder_layers=1, d_model=32, d_ff=64, heads=4, d_k=12, d_v=4,
+        attention="tiled"),
     # The remaining names: a learned scale per attention block, separate decoder embedding and
     # output projection, and an output bias.
     "pre-layernorm-learned_scale-untied-output_bias": model_settings(
