@@ -13,9 +13,10 @@ the pre-LN stack norm, the attention scale, d_k/d_v head widths, padding and cau
 or separate output projection, the label-smoothing distribution) moves the numbers by far more than
 the tolerances below.
 
-Each model variant is trained for a few steps first (so that norm gains and biases have left 1 and
-0, where a model that ignored or swapped them would still agree), then the step at the run's newest
-checkpoint is dumped with `--run`; the initial parameters (`-c`) are dumped too.
+Each model variant is trained for a few steps first, so that norm gains and biases have left
+their initial 1 and 0 (where a forward pass that ignored them, on either side, would still
+agree), and the step at the run's newest checkpoint is dumped with `--run`; the initial
+parameters (`-c`) are dumped too.
 
 Tolerances. In float64 both sides round at 2^-53 ~ 1.1e-16 per operation, and the chains here
 are short (at most two layers per stack, sums over at most a few hundred terms): measured over
