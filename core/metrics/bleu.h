@@ -52,6 +52,12 @@ struct BleuStats {
   BleuStats& operator+=(const BleuStats& other);
 };
 
+// The statistics as one row of counts in sacreBLEU's order, which the paired tests resample
+// (significance.h): hyp_len, ref_len, matches for n = 1..4, totals for n = 1..4.
+inline constexpr size_t kBleuStatsWidth = 2 + 2 * kBleuMaxOrder;
+std::vector<int64_t> bleu_stats_row(const BleuStats& stats);
+BleuStats bleu_stats_of_row(const std::vector<int64_t>& row);
+
 BleuStats sentence_bleu_stats(const std::string& hypothesis, const std::string& reference);
 // Several references, as sacreBLEU counts them: each n-gram clipped by its largest count in any
 // reference; the reference length is the one closest to the hypothesis (the shorter on a tie).
@@ -88,9 +94,14 @@ BleuScore corpus_bleu(const std::vector<std::string>& hypotheses,
                       const std::vector<std::vector<std::string>>& references,
                       const BleuOptions& options);
 
-// The signature that says which BLEU this is, in sacreBLEU's format (case:lc when lowercased).
+// The version field of attnlab's signatures: sacreBLEU 2.x's rules, as implemented here.
+inline constexpr char kSignatureVersion[] = "2.x-attnlab";
+
+// The signature that says which BLEU this is, in sacreBLEU's format (case:lc when lowercased);
+// `test_fields` ("bs:1000|seed:12345|" of a paired test) go after nrefs, as sacreBLEU puts them.
 std::string bleu_signature();
 std::string bleu_signature(size_t references, BleuTokenizer tokenizer);
-std::string bleu_signature(size_t references, const BleuOptions& options);
+std::string bleu_signature(size_t references, const BleuOptions& options,
+                           const std::string& test_fields = "");
 
 }  // namespace attnlab
