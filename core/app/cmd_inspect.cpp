@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/app/cli.h"
+#include "core/app/json_text.h"
 #include "core/io/checkpoint_dir.h"
 #include "core/io/run_log.h"
 #include "core/util/check.h"
@@ -72,32 +73,6 @@ void print_metric(const io::SeriesData& series, const std::string& column, bool 
   }
   std::printf("  %-16s last %.4f (step %.0f), best %.4f (step %.0f)\n", column.c_str(),
               values.back(), steps.back(), values[best], steps[best]);
-}
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char ch : text) {
-    const auto byte = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (byte < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof(escaped), "\\u%04x", byte);
-      out += escaped;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
-// JSON has no inf or nan: those become null.
-std::string json_number(double value) {
-  if (!std::isfinite(value)) return "null";
-  char text[40];
-  std::snprintf(text, sizeof(text), "%.17g", value);
-  return text;
 }
 
 std::string json_series(const io::SeriesData& series) {
