@@ -5,18 +5,23 @@
 #include <string>
 
 #include "core/app/cli.h"
+#include "core/config/options.h"
 #include "core/tensor/blas.h"
 #include "core/train/precision.h"
+#include "core/util/check.h"
 
 namespace attnlab::cli {
 
 void add_decoding_options(boost::program_options::options_description& options) {
   namespace po = boost::program_options;
-  options.add_options()("beam", po::value<int64_t>(), "beam size (default: eval.beam of the run)")(
-      "alpha", po::value<double>(), "length penalty alpha (default: eval.length_penalty)")(
-      "max-len-offset", po::value<int64_t>(),
+  // The numeric flags are read as text and checked by the option table's rule of the key they
+  // override (overridden_eval).
+  options.add_options()("beam", po::value<std::string>(),
+                        "beam size (default: eval.beam of the run)")(
+      "alpha", po::value<std::string>(), "length penalty alpha (default: eval.length_penalty)")(
+      "max-len-offset", po::value<std::string>(),
       "output length <= source length + this (default: eval.max_len_offset of the run)")(
-      "average", po::value<int64_t>(),
+      "average", po::value<std::string>(),
       "average the last K checkpoints (default: eval.average_last; 0 = newest only)")(
       "checkpoint", po::value<std::string>(),
       "newest or best (ckpt/best.h5, the lowest dev loss; default: eval.checkpoint of the run)")(
@@ -25,9 +30,40 @@ void add_decoding_options(boost::program_options::options_description& options) 
       "fp32 or bf16 matrix products (default: train.precision of the run)");
 }
 
+namespace {
+
+// The run's eval section with --beam, --alpha, --max-len-offset and --average applied, each
+// through the option table's rule for the key it overrides, so that a flag accepts exactly what
+// the key accepts in a config (--alpha -1 is refused as eval.length_penalty: -1 is).
+EvalConfig overridden_eval(const boost::program_options::variables_map& values,
+                           const ExperimentConfig& stored) {
+  static const std::pair<const char*, const char*> kFlagKeys[] = {
+      {"beam", "eval.beam"},
+      {"alpha", "eval.length_penalty"},
+      {"max-len-offset", "eval.max_len_offset"},
+      {"average", "eval.average_last"}};
+  ExperimentConfig config = stored;
+  for (const auto& [flag, key] : kFlagKeys) {
+    if (!values.count(flag)) continue;
+    const config::Option* option = config::find_option(key);
+    CHECK(option != nullptr) << "no option " << key;
+    config::RawValue value;
+    value.kind = config::RawValue::Kind::kScalar;
+    value.text = values[flag].as<std::string>();
+    const std::string problem = option->assign(config, value);
+    if (!problem.empty()) {
+      throw UsageError(std::string("--") + flag + " sets " + key + ", which " + problem);
+    }
+  }
+  return config.eval;
+}
+
+}  // namespace
+
 DecodingSettings decoding_settings(const boost::program_options::variables_map& values,
                                    const ExperimentConfig& stored) {
   DecodingSettings settings;
+  const EvalConfig eval = overridden_eval(values, stored);
   const std::string checkpoint =
       values.count("checkpoint") ? values["checkpoint"].as<std::string>() : stored.eval.checkpoint;
   if (checkpoint != "newest" && checkpoint != "best") {
@@ -37,16 +73,8 @@ DecodingSettings decoding_settings(const boost::program_options::variables_map& 
   if (settings.best && values.count("average")) {
     throw UsageError("--average averages the newest checkpoints; it does not go with best");
   }
-  settings.average = values.count("average") ? values["average"].as<int64_t>()
-                     : settings.best         ? 0
-                                             : stored.eval.average_last;
-  if (settings.average < 0) throw UsageError("--average must be >= 0");
-  BeamOptions& beam = settings.beam;
-  beam = BeamOptions{stored.eval.beam, stored.eval.length_penalty, stored.eval.max_len_offset};
-  if (values.count("beam")) beam.beam = values["beam"].as<int64_t>();
-  if (values.count("alpha")) beam.alpha = values["alpha"].as<double>();
-  if (values.count("max-len-offset")) beam.max_len_offset = values["max-len-offset"].as<int64_t>();
-  if (beam.beam < 1) throw UsageError("--beam must be >= 1");
+  settings.average = values.count("average") || !settings.best ? eval.average_last : 0;
+  settings.beam = BeamOptions{eval.beam, eval.length_penalty, eval.max_len_offset};
   blas::set_threads(values.count("threads") ? values["threads"].as<int>()
                                             : static_cast<int>(stored.cluster.threads_per_rank));
   if (values.count("precision")) {

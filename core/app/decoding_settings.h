@@ -21,8 +21,10 @@ struct DecodingSettings {
   BeamOptions beam;
 };
 
-// Reads the flags over `stored` (the run's config), throwing UsageError on a negative --average,
-// --average with --checkpoint best, an unknown --checkpoint or a --beam below 1, and sets the BLAS
+// Reads the flags over `stored` (the run's config), throwing UsageError on a --beam, --alpha,
+// --max-len-offset or --average that the option table's rule of the eval.* key it overrides
+// refuses (the same rule as in a config: --alpha -1 like eval.length_penalty: -1), --average
+// with --checkpoint best or an unknown --checkpoint, and sets the BLAS
 // thread count (--threads, else cluster.threads_per_rank) and the precision of the products
 // (--precision, else train.precision; bf16 on a CPU without it is a ConfigError).
 DecodingSettings decoding_settings(const boost::program_options::variables_map& values,

@@ -426,3 +426,23 @@ def test_eval_and_translate_take_the_runs_precision_or_precision(attnlab, traine
                                 text=True, timeout=120)
     assert translated.returncode == 0, translated.stderr
     assert len(translated.stdout.splitlines()) == 1
+
+
+@pytest.mark.parametrize("flag,value,key", [("--alpha", "-1", "eval.length_penalty"),
+                                            ("--beam", "0", "eval.beam"),
+                                            ("--max-len-offset", "-2", "eval.max_len_offset"),
+                                            ("--average", "-1", "eval.average_last")])
+def test_decoding_flags_follow_the_rule_of_their_config_key(attnlab, trained, flag, value, key):
+    """translate and eval refuse a flag's value exactly as the config refuses it for the key the
+    flag overrides: one rule, with the same words."""
+    config = attnlab_in(attnlab, trained, "config", "--set", f"{key}={value}", check=False)
+    assert config.returncode == 2
+    rule = config.stderr.strip().split(f"{key}: ")[-1]
+    assert rule.startswith("expected ") and rule.endswith(f"got {value}"), config.stderr
+    for command in ("translate", "eval"):
+        result = subprocess.run([str(attnlab), command, "run", flag, value], cwd=trained,
+                                input="In the beginning\n", capture_output=True, text=True,
+                                timeout=120)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr == f"attnlab {command}: {flag} sets {key}, which {rule}\n"
+        assert result.stdout == ""
