@@ -459,9 +459,7 @@ int run_bleu(const std::vector<std::string>& args) {
 }
 
 const CommandRegistration kRegister{
-    "bleu",
-    "sacreBLEU's BLEU and chrF of hypotheses against references, and its paired significance "
-    "tests between systems",
+    "bleu", "sacreBLEU's BLEU and chrF, and its paired significance tests between systems",
     &run_bleu};
 
 }  // namespace
