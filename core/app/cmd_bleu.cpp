@@ -111,6 +111,7 @@ std::string table(const std::vector<std::vector<std::string>>& rows) {
   };
   add_row(rows[0]);
   std::vector<std::string> rule;
+  rule.reserve(widths.size());
   for (const size_t width : widths) rule.emplace_back(width, '-');
   add_row(rule);
   for (size_t r = 1; r < rows.size(); ++r) add_row(rows[r]);

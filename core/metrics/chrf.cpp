@@ -54,12 +54,11 @@ size_t code_points(const std::string& word) {
 std::vector<std::string> chrf_words(const std::string& line) {
   std::vector<std::string> words;
   for (std::string& word : split_whitespace(line)) {
-    if (code_points(word) == 1) {
-      words.push_back(std::move(word));
-    } else if (is_ascii_punctuation(word.back())) {
+    const bool splittable = code_points(word) > 1;
+    if (splittable && is_ascii_punctuation(word.back())) {
       words.push_back(word.substr(0, word.size() - 1));
       words.push_back(word.substr(word.size() - 1));
-    } else if (is_ascii_punctuation(word.front())) {
+    } else if (splittable && is_ascii_punctuation(word.front())) {
       words.push_back(word.substr(0, 1));
       words.push_back(word.substr(1));
     } else {

@@ -1,8 +1,11 @@
-"""`attnlab bleu --metrics chrf,chrf++` and `--paired-bs` / `--paired-ar` against sacreBLEU 2.x's own
-code. Debian 12 has no python3-sacrebleu, so the parts of sacreBLEU these features follow are
-copied here verbatim (sacrebleu/metrics/chrf.py and helpers.py, compute_bleu of metrics/bleu.py,
-sum_of_lists of utils.py, and significance.py's tests), run with Debian's numpy; BLEU's segment
-statistics come from analysis/bleu.py's independent 13a tokenizer.
+"""`attnlab bleu --metrics chrf,chrf++` and `--paired-bs` / `--paired-ar` against sacreBLEU 2.x's
+own code. Debian 12 has no python3-sacrebleu, so the parts of sacreBLEU these features follow are
+copied here (sacrebleu/metrics/chrf.py and helpers.py, compute_bleu of metrics/bleu.py,
+sum_of_lists of utils.py, and significance.py's tests) with their arithmetic and draws verbatim;
+only logging, the smoothing methods other than 'exp', the seed's environment variable (a
+parameter here) and the loop over several metrics are left out, and scores are returned as plain
+numbers. They run with Debian's numpy; BLEU's segment statistics come from analysis/bleu.py's
+independent 13a tokenizer.
 
 sacreBLEU draws its resamples with numpy's default_rng(seed), and attnlab draws the same numbers
 (core/metrics/numpy_generator.h), so the comparison is exact, not within Monte Carlo error: the
@@ -29,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from analysis import bleu as analysis_bleu  # noqa: E402
 
-# ---- sacreBLEU 2.x, verbatim ---------------------------------------------------------------
+# ---- sacreBLEU 2.x ---------------------------------------------------------------------
 
 
 def sum_of_lists(lists):
@@ -464,7 +467,8 @@ def test_single_system_chrf_and_bleu(attnlab, corpus):
     expected = chrf._aggregate_and_compute(
         chrf._extract_corpus_statistics(systems["close"], [references])).score
     assert got[1]["score"] == pytest.approx(expected, abs=1e-4)
-    assert got[1]["signature"] == "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.x-attnlab"
+    assert got[1]["signature"] == ("nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|"
+                                   "version:2.x-attnlab")
     assert got[2]["signature"].startswith("nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|")
     text = run_attnlab(attnlab, "bleu", paths["ref"], paths["close"], "--metrics", "chrf").stdout
     assert text.splitlines()[0] == f"chrF2 = {expected:.2f}"
