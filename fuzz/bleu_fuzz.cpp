@@ -1,11 +1,13 @@
-// BLEU inputs, as `attnlab bleu REF [HYP] [-r REF2] [--tokenize T] [-lc]` reads and scores them:
-// read_bleu_lines on a reference file and on the hypotheses as a stream (standard input), then,
-// when the line counts match, corpus_bleu with the options the first byte picks (its low two bits
-// the tokenizer: 13a, char, none, intl; the next bit -lc), the score's text and the signature.
-// After the first byte the input is split at bytes 0xFF into the reference, the hypotheses
-// (absent: the reference itself) and an optional second reference.
+// BLEU and chrF inputs, as `attnlab bleu REF [HYP] [-r REF2] [--tokenize T] [-lc] --metrics
+// bleu,chrf` reads and scores them: read_bleu_lines on a reference file and on the hypotheses as a
+// stream (standard input), then, when the line counts match, corpus_bleu with the options the
+// first byte picks (its low two bits the tokenizer: 13a, char, none, intl; the next bit -lc), the
+// score's text and the signature, and corpus chrF (the first byte's bit 3: chrF++, bit 4:
+// --chrf-lowercase, bit 5: --chrf-whitespace). After the first byte the input is split at bytes
+// 0xFF into the reference, the hypotheses (absent: the reference itself) and an optional second
+// reference.
 //
-// Beyond crashes, the score must be a number from 0 to 100.
+// Beyond crashes, both scores must be numbers from 0 to 100.
 #include <cstdint>
 #include <cstdio>
 #include <sstream>
@@ -14,6 +16,7 @@
 
 #include "core/data/corpus.h"
 #include "core/metrics/bleu.h"
+#include "core/metrics/chrf.h"
 #include "core/util/check.h"
 #include "fuzz/fuzz_common.h"
 
@@ -32,6 +35,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   attnlab::BleuOptions options;
   options.tokenizer = tokenizers[data[0] & 3];
   options.lowercase = (data[0] & 4) != 0;
+  attnlab::ChrfOptions chrf;
+  chrf.word_order = (data[0] & 8) != 0 ? 2 : 0;
+  chrf.lowercase = (data[0] & 16) != 0;
+  chrf.whitespace = (data[0] & 32) != 0;
   const auto parts = fuzz::split_parts(fuzz::as_text(data + 1, size - 1), 3);
 
   fuzz::clear_scratch();
@@ -67,6 +74,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       __builtin_trap();
     }
   } catch (const Error&) {
+  }
+  std::vector<int64_t> totals(3 * static_cast<size_t>(chrf.orders()), 0);
+  std::vector<std::string> line(references.size());
+  for (size_t i = 0; i < hypotheses.size(); ++i) {
+    for (size_t k = 0; k < references.size(); ++k) line[k] = references[k][i];
+    const std::vector<int64_t> row = attnlab::chrf_segment_stats(hypotheses[i], line, chrf);
+    for (size_t c = 0; c < totals.size(); ++c) totals[c] += row[c];
+  }
+  const double chrf_score = attnlab::chrf_score(totals, chrf);
+  (void)attnlab::chrf_signature(references.size(), chrf);
+  if (!(chrf_score >= 0.0 && chrf_score <= 100.0 + 1e-9)) {
+    std::fprintf(stderr, "chrF score %g is not in [0, 100]\n", chrf_score);
+    __builtin_trap();
   }
   return 0;
 }

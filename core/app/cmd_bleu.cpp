@@ -235,8 +235,9 @@ std::vector<Metric> parse_metrics(const po::variables_map& values, const BleuOpt
 std::optional<PairedTestOptions> parse_test(const po::variables_map& values) {
   const bool bootstrap = values.count("paired-bs") > 0;
   const bool randomization = values.count("paired-ar") > 0;
-  if (bootstrap && randomization)
+  if (bootstrap && randomization) {
     throw UsageError("--paired-bs and --paired-ar exclude each other");
+  }
   if (!values["paired-bs-n"].defaulted() && !bootstrap) {
     throw UsageError("--paired-bs-n is the number of resamples of --paired-bs");
   }
