@@ -34,7 +34,8 @@ DEPS := build-essential cmake pkg-config git \
   libgtest-dev libgmock-dev libbenchmark-dev \
   libsentencepiece-dev sentencepiece libicu-dev \
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest \
-  python3-yaml python3-sentencepiece python3-regex python3-torch python3-plotly chromium \
+  python3-statsmodels python3-yaml python3-sentencepiece python3-regex python3-torch python3-plotly \
+  chromium \
   clang-format clang-tidy shellcheck \
   clang libomp-14-dev libclang-rt-14-dev \
   libsword-utils sword-text-web sword-text-sparv \

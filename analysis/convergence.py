@@ -1,119 +1,182 @@
-"""Did a run's dev loss reach a plateau? The test every report applies to every run.
+"""How far a run got, apart from how it stopped: one status per run, with its evidence.
 
-A run is converged when it has at least MIN_EVALUATIONS dev evaluations and one of two tests
-holds; anything else is unconverged, with the reason (too few evaluations, or the drops
-measured). L is the dev losses in order, n their number.
+Measured on the dev NLL (nats per target token, never the label-smoothed loss, whose floor moves
+with eps_ls), and stated in nats and in % of perplexity (a fall of d nats is a PPL
+100 * (1 - exp(-d)) % lower). The statuses, first match wins:
 
-(a) Flat curve. The dev loss fell by less than PLATEAU_THRESHOLD (relative) over the last
-    PLATEAU_FRACTION of the evaluations: with k = ceil(n * PLATEAU_FRACTION), the drop
-    (L[n-k-1] - min(L[n-k:])) / L[n-k-1] is below the threshold.
-
-(b) Flat at a cut rate. Over the last RATE_WINDOW evaluations the learning rate fell to at most
-    RATE_CUT of its value at the evaluation before them, and the dev loss fell by less than
-    RATE_WINDOW_THRESHOLD over them (the same relative drop as in (a), over that window).
-    Reduce on plateau (train.lr.shrink) cuts the rate where the curve stalls, and every cut buys
-    a step down: a smaller rate leaves less gradient noise around the minimum. A last quarter
-    that holds several halvings therefore shows those steps down, and (a) can fail on a run
-    whose remaining gain is already small. If the loss's excess over what a vanishing rate
-    reaches scales with the rate (the stationary noise of stochastic gradient methods; Mandt,
-    Hoffman and Blei, 2017), a cut from r to r/4 that bought a drop d leaves at most d/3 to gain
-    by taking the rate to 0: below RATE_WINDOW_THRESHOLD / 3 = 0.17%, well inside (a)'s 1%.
-    The test reads the curve and the rate, not the stop reason.
-
-How training stopped does not decide it. A patience rule whose window is short next to the
-evaluation-to-evaluation noise stops runs that are still improving: a base run stopped by
-patience 4 x 200 steps (min_delta 0.01), at a rate noam had not cut, had a dev loss that fell
-2.0% over its last quarter. The stop reason is kept in the verdict's text so the report says both.
+failed to learn
+    The decoder ignores its source: decoder-encoder attention over the dev set at
+    IGNORES_SOURCE (0.95) of the uniform entropy or more (analysis/source_attention.py); or the
+    final dev PPL is no better than a unigram model's of the target side (when the report is
+    given that value, --unigram-ppl); or the dev NLL is not finite (the run diverged).
+converged (task solved)
+    A synthetic task's dev exact-match accuracy at SOLVED_ACCURACY or more: nothing is left to
+    learn, however short the run.
+budget
+    A schedule that decays to zero ran to its end: `train.lr.schedule: cosine` or
+    `train.lr.cooldown` > 0 in the run's stored config, and the run completed all `train.steps`.
+    Such a curve flattens because the rate reaches zero, so its tail says nothing about
+    convergence; the number is what the budget buys.
+converged
+    The straight line fitted (least squares, dev NLL against step) to the last W evaluations
+    falls by less than FLAT_NATS over them (log 1.01 nats: 1% of PPL). W is the last quarter of
+    the evaluations, at least MIN_TAIL and at least twice the run's `train.stop.patience`, and the
+    run needs MIN_EVALUATIONS evaluations. A patience stop alone cannot satisfy it: patience
+    guarantees only that the last `patience` evaluations brought no gain above min_delta; the
+    window reaches as far again before them, so a curve that was still falling there has a
+    fitted fall of about its slope times the window, whatever the last few points did.
+stopped while improving
+    Anything else: the fitted fall is FLAT_NATS or more (the run stopped, by patience or at its
+    step cap, while its dev NLL still fell), or there are too few evaluations to show a plateau.
 """
 
-import bisect
 import dataclasses
 import math
 
-MIN_EVALUATIONS = 10
-PLATEAU_FRACTION = 0.25
-PLATEAU_THRESHOLD = 0.01
-RATE_WINDOW = 10
-RATE_CUT = 0.25
-RATE_WINDOW_THRESHOLD = 0.005
+import numpy as np
+from scipy import stats as scipy_stats
 
-RULE = (f"converged = >= {MIN_EVALUATIONS} dev evaluations, and a dev-loss drop below "
-        f"{PLATEAU_THRESHOLD:.0%} (relative) over the last {PLATEAU_FRACTION:.0%} of them, or "
-        f"below {RATE_WINDOW_THRESHOLD:.1%} over the last {RATE_WINDOW} while the learning rate "
-        f"fell to {RATE_CUT:g}x or less, however training stopped")
+from analysis.source_attention import IGNORES_SOURCE, dev_cross_attention
+
+CONVERGED = "converged"
+BUDGET = "budget"
+IMPROVING = "stopped while improving"
+FAILED = "failed to learn"
+STATUSES = (CONVERGED, BUDGET, IMPROVING, FAILED)
+
+MIN_EVALUATIONS = 10
+TAIL_FRACTION = 0.25
+MIN_TAIL = 5
+FLAT_NATS = math.log(1.01)
+SOLVED_ACCURACY = 0.99
+
+MEANING = {
+    CONVERGED: (f"the line fitted to the dev NLL over the last quarter of the evaluations (at "
+                f"least {MIN_TAIL} and twice the patience, of at least {MIN_EVALUATIONS}) falls "
+                f"by less than {FLAT_NATS:.4f} nats (1% of PPL) over them, or a synthetic task's "
+                f"dev accuracy is {SOLVED_ACCURACY:.0%} or more; how the run stopped does not "
+                "enter"),
+    BUDGET: ("a schedule that decays to zero (train.lr.schedule cosine, or train.lr.cooldown > "
+             "0) ran all its train.steps: the number is what that budget buys, not a plateau"),
+    IMPROVING: ("the run stopped (by patience or at its step cap) while its fitted dev NLL still "
+                "fell by 1% of PPL or more over the last quarter, or it has too few evaluations "
+                "to show a plateau: its number measures how fast the model learns, not how good "
+                "it gets"),
+    FAILED: (f"the decoder ignores its source (decoder-encoder attention at {IGNORES_SOURCE} of "
+             "the uniform entropy or more over the dev set), or dev PPL is no better than a "
+             "unigram model's (when given), or the dev NLL is not finite: the row measures a "
+             "model that did not learn the task"),
+}
+
+RULE = "; ".join(f"*{status}*: {MEANING[status]}" for status in STATUSES)
 
 
 @dataclasses.dataclass
 class Convergence:
-    converged: bool
+    status: str
     reason: str
     evaluations: int
-    last_quarter_drop: float  # relative drop over the last quarter (nan with too few points)
-    window_drop: float = math.nan  # relative drop over the last RATE_WINDOW evaluations
-    window_rate_ratio: float = math.nan  # rate at the last evaluation / rate before the window
+    diagnostic: str = ""  # failed to learn: what failed, in a few words
+    tail_evaluations: int = 0
+    tail_fall_nats: float = math.nan  # fitted fall of the dev NLL over the tail window
+
+    @property
+    def converged(self):
+        """Converged or ran its fixed budget: a number the run's recipe stands behind."""
+        return self.status in (CONVERGED, BUDGET)
+
+    @property
+    def failed(self):
+        return self.status == FAILED
 
 
-def relative_drop(losses, k):
-    """(L[n-k-1] - min(L[n-k:])) / L[n-k-1]: NaN when a loss in the window is not finite."""
-    before, tail = losses[-k - 1], losses[-k:]
-    # A non-finite loss anywhere in the window (a run that diverged) leaves the drop NaN.
-    if all(math.isfinite(v) for v in [before, *tail]) and before > 0:
-        return (before - min(tail)) / before
-    return math.nan
+def ppl_percent(nats):
+    """A fall of `nats` in NLL as the % by which PPL falls: 100 * (1 - exp(-nats))."""
+    return 100.0 * -math.expm1(-nats)
 
 
-def assess(losses, stop_reason="", rates=None):
-    """Convergence of one run from its dev losses (in step order), its stop reason and the
-    learning rate at each evaluation (None when unknown: then only test (a) applies)."""
-    losses = [float(v) for v in losses]
-    n = len(losses)
-    drop = math.nan
-    if n >= 2:
-        k = min(max(1, math.ceil(n * PLATEAU_FRACTION)), n - 1)
-        drop = relative_drop(losses, k)
-    window_drop = ratio = math.nan
-    if rates is not None and n > RATE_WINDOW:
-        window_drop = relative_drop(losses, RATE_WINDOW)
-        start, end = float(rates[n - RATE_WINDOW - 1]), float(rates[n - 1])
-        if start > 0 and math.isfinite(start) and math.isfinite(end):
-            ratio = end / start
-    verdict = dict(evaluations=n, last_quarter_drop=drop, window_drop=window_drop,
-                   window_rate_ratio=ratio)
-    stopped = f" (stopped by {stop_reason})" if stop_reason else ""
-    if n < MIN_EVALUATIONS:
-        return Convergence(False, f"{n} dev evaluation(s), fewer than {MIN_EVALUATIONS}{stopped}",
-                           **verdict)
-    if not math.isfinite(drop):
-        return Convergence(False, f"dev loss is not finite{stopped}", **verdict)
-    if drop < PLATEAU_THRESHOLD:
-        return Convergence(True, f"plateau: dev loss fell {drop:.1%} over the last quarter"
-                           f"{stopped}", **verdict)
-    window = (f"; {window_drop:.2%} over the last {RATE_WINDOW} evaluations, with the learning "
-              f"rate at {ratio:.2f}x" if math.isfinite(window_drop) and math.isfinite(ratio)
-              else "")
-    if ratio <= RATE_CUT and window_drop < RATE_WINDOW_THRESHOLD:
-        return Convergence(True, f"plateau at a cut rate: dev loss fell {drop:.1%} over the last "
-                           f"quarter{window}{stopped}", **verdict)
-    return Convergence(False, f"dev loss still falling: {drop:.1%} over the last quarter"
-                       f"{window}{stopped}", **verdict)
+def tail_window(evaluations, patience=0):
+    """The number of trailing evaluations the fit uses (see the module comment)."""
+    return max(math.ceil(evaluations * TAIL_FRACTION), MIN_TAIL, 2 * int(patience or 0))
 
 
-def rates_at(train, steps):
-    """The learning rate in force at each evaluation step: that of the last logged training step
-    at or before it (None when the log has no rates)."""
-    if train is None or "lr" not in train or "step" not in train or not len(train["step"]):
-        return None
-    logged, rates = list(train["step"]), list(train["lr"])
-    found = []
-    for step in steps:
-        i = bisect.bisect_right(logged, step) - 1
-        found.append(rates[i] if i >= 0 else math.nan)
-    return found
+def fitted_fall(steps, nll):
+    """-slope x (last step - first step) of the least-squares line of nll on step: the fall of
+    the fitted line over the window, in nats (positive while the curve falls)."""
+    fit = scipy_stats.linregress(np.asarray(steps, dtype=float), np.asarray(nll, dtype=float))
+    return float(-fit.slope * (float(steps[-1]) - float(steps[0])))
 
 
-def assess_run(data):
-    """Convergence of a loaded RunData (analysis.runfile)."""
-    losses = list(data.eval["loss"]) if "loss" in data.eval else []
-    steps = list(data.eval["step"]) if "step" in data.eval else []
-    rates = rates_at(data.train, steps) if len(steps) == len(losses) else None
-    return assess(losses, str(data.summary.get("stop_reason", "")), rates)
+def _number(value, default=0.0):
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return default
+    return value if math.isfinite(value) else default
+
+
+def decays_to_zero(config):
+    """Whether the stored config's schedule ends at a zero rate (keys read defensively: runs
+    logged before they existed have neither)."""
+    return (str(config.get("train.lr.schedule", "")) == "cosine"
+            or _number(config.get("train.lr.cooldown", 0)) > 0)
+
+
+def assess(nll, steps=None, stop_reason="", patience=0, budget_spent=False,
+           cross_attention=None, accuracy=None, unigram_ppl=None):
+    """The status of one run (see the module comment). nll: dev NLL per evaluation in step
+    order; steps: their steps (1, 2, ... when None); budget_spent: the run's schedule decays to
+    zero and it completed all its steps; cross_attention: dev decoder-encoder attention relative
+    to uniform; accuracy: a synthetic task's final dev accuracy (0..1)."""
+    nll = [float(v) for v in nll]
+    steps = list(range(1, len(nll) + 1)) if steps is None else [float(s) for s in steps]
+    n = len(nll)
+    stopped = f"; stopped by {stop_reason}" if stop_reason else ""
+    if cross_attention is not None and math.isfinite(cross_attention) \
+            and cross_attention >= IGNORES_SOURCE:
+        return Convergence(FAILED, f"the decoder ignores its source: decoder-encoder attention at "
+                           f"{cross_attention:.3f} of uniform over the dev set{stopped}", n,
+                           diagnostic="the decoder ignores its source")
+    if n and not all(math.isfinite(v) for v in nll):
+        return Convergence(FAILED, f"the dev NLL is not finite (the run diverged){stopped}", n,
+                           diagnostic="diverged")
+    if unigram_ppl is not None and n and math.exp(nll[-1]) >= unigram_ppl:
+        return Convergence(FAILED, f"dev PPL {math.exp(nll[-1]):.2f} is no better than the "
+                           f"unigram model's {unigram_ppl:.2f}{stopped}", n,
+                           diagnostic="no better than a unigram model")
+    if accuracy is not None and math.isfinite(accuracy) and accuracy >= SOLVED_ACCURACY:
+        return Convergence(CONVERGED, f"task solved: dev accuracy {accuracy:.1%}{stopped}", n)
+    if budget_spent:
+        return Convergence(BUDGET, f"the decaying schedule ran to its end at step "
+                           f"{int(steps[-1]) if steps else 0:,}{stopped}", n)
+    window = tail_window(n, patience)
+    if n < MIN_EVALUATIONS or n < window + 1:
+        return Convergence(IMPROVING, f"{n} dev evaluation(s): too few to show a plateau (needs "
+                           f"{max(MIN_EVALUATIONS, window + 1)}){stopped}", n)
+    fall = fitted_fall(steps[-window:], nll[-window:])
+    evidence = (f"fitted dev NLL fall {fall:+.4f} nats ({ppl_percent(fall):+.2f}% PPL) over the "
+                f"last {window} evaluations (steps {int(steps[-window]):,}-{int(steps[-1]):,})")
+    verdict = dict(evaluations=n, tail_evaluations=window, tail_fall_nats=fall)
+    if fall < FLAT_NATS:
+        return Convergence(CONVERGED, f"{evidence}, below {FLAT_NATS:.4f}{stopped}", **verdict)
+    return Convergence(IMPROVING, f"{evidence}, not below {FLAT_NATS:.4f}{stopped}", **verdict)
+
+
+def assess_run(data, unigram_ppl=None):
+    """The status of a loaded RunData (analysis.runfile)."""
+    evaluation = data.eval
+    nll = list(evaluation["nll"]) if "nll" in evaluation else []
+    steps = list(evaluation["step"]) if "step" in evaluation else None
+    config, summary = data.config, data.summary
+    planned = _number(config.get("train.steps", 0))
+    done = _number(summary.get("steps", 0))
+    accuracy = summary.get("final_dev_accuracy")
+    if accuracy is None and "accuracy" in evaluation and len(evaluation):
+        accuracy = float(evaluation["accuracy"].iloc[-1])
+    return assess(nll, steps if steps and len(steps) == len(nll) else None,
+                  str(summary.get("stop_reason", "")),
+                  patience=_number(config.get("train.stop.patience", 0)),
+                  budget_spent=decays_to_zero(config) and planned > 0 and done >= planned,
+                  cross_attention=dev_cross_attention(data),
+                  accuracy=None if accuracy is None else float(accuracy),
+                  unigram_ppl=unigram_ppl)

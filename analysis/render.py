@@ -52,6 +52,33 @@ def mean_std(record, name, decimals):
     return f"{mean} ± {std}" if std else mean
 
 
+def failure(record):
+    """'failed: <diagnostic>' for a row with a run that failed to learn, else ''."""
+    if not record.get("failed"):
+        return ""
+    return "failed: " + record["failure"].split(" in ", 1)[0]
+
+
+def effect_interval(record):
+    """Δ% of dev PPL with its 95% interval, e.g. '+4.1 [+1.0, +7.3]'."""
+    effect = fixed(record.get("ppl_effect_pct"), 1, sign=True)
+    if not effect:
+        return ""
+    low = fixed(record.get("ppl_effect_low_pct"), 1, sign=True)
+    high = fixed(record.get("ppl_effect_high_pct"), 1, sign=True)
+    return f"{effect} [{low}, {high}]" if low and high else effect
+
+
+def agreement(record):
+    """Direction and size of our Δ% against the paper's ('' without a comparison)."""
+    parts = []
+    if record.get("paper_direction_agrees"):
+        parts.append(f"direction {record['paper_direction_agrees']}")
+    if record.get("paper_size_agrees"):
+        parts.append(f"size {record['paper_size_agrees']}")
+    return ", ".join(parts)
+
+
 def columns(table):
     """(header, cell(record) -> text) for every displayed column, left to right."""
     out = [("group", lambda r: r["group"]),
@@ -69,22 +96,35 @@ def columns(table):
         text = f"{r['converged']}/{r['completed']}"
         return text if r["converged"] == r["completed"] else text + " ‡"
     out.append(("conv.", converged))
+    if any(r.get("dirty_runs") for r in table.records):
+        out.append(("prov.", lambda r: f"{r['dirty_runs']} §" if r.get("dirty_runs") else ""))
     out.append(("params", lambda r: count(r["params"])))
     if any(_finite(r["paper_params_millions"]) for r in table.records):
         out.append(("paper params (M)", lambda r: significant(r["paper_params_millions"])))
     for metric in table.metrics:
         name, decimals = metric.name, metric.decimals
-        out.append((metric.label, lambda r, n=name, d=decimals: mean_std(r, n, d)))
+        out.append((metric.label, lambda r, n=name, d=decimals: failure(r) or mean_std(r, n, d)))
 
         def delta(r, n=name, d=decimals):
             text = fixed(r.get(f"{n}_delta"), d, sign=True)
-            mark = significance_mark(r.get(f"{n}_p"))
+            mark = significance_mark(r.get(f"{n}_p_adj"))
             return f"{text} {mark}".strip() if text else ""
         out.append(("Δ", delta))
-        out.append(("p", lambda r, n=name: "" if r["base"] else p_value(r.get(f"{n}_p"))))
+        if name == "ppl":
+            out.append(("Δ% [95%]", effect_interval))
+        out.append(("p", lambda r, n=name: "" if r["base"] or r["failed"]
+                    else p_value(r.get(f"{n}_p"))))
+        out.append(("p adj.", lambda r, n=name: "" if r["base"] or r["failed"]
+                    else p_value(r.get(f"{n}_p_adj"))))
+        if name == "ppl":
+            out.append(("verdict", lambda r: r.get("ppl_verdict", "")))
         if metric.paper_key and any(_finite(r.get(f"paper_{name}")) for r in table.records):
             out.append((f"paper {metric.label}",
                         lambda r, n=name: fixed(r.get(f"paper_{n}"), 2)))
+            if name == "ppl":
+                out.append(("paper Δ%", lambda r: "" if r["base"]
+                            else fixed(r.get("paper_ppl_effect_pct"), 1, sign=True)))
+                out.append(("vs paper", agreement))
     out.append(("FLOPs/run", lambda r: scientific(r["flops_per_run"])))
     out.append(("FLOPs (row)", lambda r: scientific(r["flops_total"])))
     out.append(("wall s/run", lambda r: fixed(r["wall_seconds_per_run"], 1)))
@@ -114,9 +154,10 @@ def markdown(table):
                      "the completed runs only.")
     if any(r["converged"] < r["completed"] for r in table.records):
         lines.append("")
-        lines.append("‡ rows with runs whose dev loss had not reached a plateau (see the "
-                     "convergence rule below and the runs table): their numbers measure how fast "
-                     "a model learns, not how good it gets.")
+        lines.append("‡ rows with runs that neither converged nor ran a fixed budget to its end "
+                     "(statuses below and in the runs table): a run stopped while improving "
+                     "measures how fast a model learns, not how good it gets; a row with a run "
+                     "that failed to learn is shown as failed and not compared.")
     lines.append("")
     for line in notes(table):  # one paragraph per note; bullets stay a list
         lines.append(line)
@@ -172,7 +213,8 @@ RUN_COLUMNS = [("name", "run"), ("run_id", "id"), ("seed", "seed"), ("status", "
                ("dev_accuracy", "dev acc."), ("dev_bleu", "dev BLEU"), ("test_bleu", "test BLEU"),
                ("dev_cross_attention", "dev cross-attn."),
                ("stop_reason", "stopped by"), ("dev_evaluations", "dev evals"),
-               ("converged", "converged"),
+               ("convergence_status", "status"), ("tail_fall_nats", "tail fall (nats)"),
+               ("git_commit", "commit"),
                ("train_flops", "FLOPs"), ("train_seconds", "wall s"),
                ("world_size", "ranks"), ("threads", "threads/rank"), ("core_hours", "core-h")]
 
@@ -194,8 +236,7 @@ def runs_markdown(sweep):
                "dev_cross_attention": lambda v: fixed(v, 3),
                "world_size": lambda v: count(v), "threads": lambda v: count(v),
                "dev_evaluations": count,
-               "converged": lambda v: ("yes" if v else "no") if isinstance(v, (bool, np.bool_))
-               else ""}
+               "tail_fall_nats": lambda v: fixed(v, 4, sign=True)}
     lines = ["| " + " | ".join(names[c] for c in frame.columns) + " |",
              "|" + "|".join("---" for _ in frame.columns) + "|"]
     for _, run in frame.iterrows():

@@ -24,6 +24,7 @@ from analysis import figures, html_page, render  # noqa: E402
 from analysis.conclusions import conclusion_lines, discussion_lines  # noqa: E402
 from analysis.errors import AnalysisError  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
+from analysis.stats import MULTIPLICITY  # noqa: E402
 from analysis.sweep import load_runs, load_sweep  # noqa: E402
 from analysis.table import build_table  # noqa: E402
 
@@ -42,6 +43,16 @@ def _formats(text):
         raise argparse.ArgumentTypeError(f"unknown format(s) {', '.join(unknown) or '(none)'}; "
                                          f"choose from {','.join(FORMATS)}")
     return chosen
+
+
+def _positive(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
 
 
 def parse_args(argv):
@@ -63,6 +74,15 @@ def parse_args(argv):
     parser.add_argument("--no-figures", action="store_true",
                         help="tables only: no PNG figures, and no attention maps in report.html "
                         "(PNG figures are drawn for report.md, so only with the md format)")
+    parser.add_argument("--multiplicity", choices=sorted(MULTIPLICITY), default="holm",
+                        help="adjustment of p over each metric's comparisons: holm (family-wise "
+                             "error, default) or bh (Benjamini-Hochberg false discovery rate)")
+    parser.add_argument("--equivalence-margin", type=_positive, default=2.0, metavar="PCT",
+                        help="dev PPL within +/- PCT %% of base (TOST on log PPL) is 'level' "
+                             "(default: 2)")
+    parser.add_argument("--unigram-ppl", type=_positive, metavar="PPL",
+                        help="a unigram model's dev PPL of the target side: a run no better "
+                             "failed to learn")
     parser.add_argument("--notes", help="a Markdown file whose text goes into report.md as its "
                         "Discussion section (prose about the measured table)")
     parser.add_argument("--watch", action="store_true",
@@ -109,13 +129,16 @@ def write_report(args):
     """Writes every output of `args`; returns (output directory, the Table, incomplete?)."""
     first = pathlib.Path(args.sweep[0])
     if len(args.sweep) == 1 and not (first / "run.h5").is_file():
-        sweep = load_sweep(first, base=args.base, with_attention=not args.no_figures)
+        sweep = load_sweep(first, base=args.base, with_attention=not args.no_figures,
+                           unigram_ppl=args.unigram_ppl)
     else:
-        sweep = load_runs(args.sweep, with_attention=not args.no_figures)
+        sweep = load_runs(args.sweep, with_attention=not args.no_figures,
+                          unigram_ppl=args.unigram_ppl)
     out = pathlib.Path(args.out) if args.out else sweep.directory / "report"
     notes = read_notes(args.notes, out) if args.notes else None
     out.mkdir(parents=True, exist_ok=True)
-    table = build_table(sweep)
+    table = build_table(sweep, multiplicity=args.multiplicity,
+                        margin_pct=args.equivalence_margin)
     figure_files, figure_notes = [], []
     if not args.no_figures and "md" in args.format:  # the PNGs are report.md's figures
         figure_files, figure_notes = figures.all_figures(

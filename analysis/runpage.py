@@ -169,8 +169,8 @@ def page(data, run_dir, data_dir, figure_name, title, notes):
     lines += [f"| stopped | {s.get('stop_reason', '?')} at step {count(s.get('steps'))}; best dev "
               f"loss at step {count(s.get('best_step'))} |",
               f"| cost | {cost_text(data)} |",
-              f"| convergence | {'converged' if verdict.converged else 'NOT converged'}: "
-              f"{verdict.reason} ({convergence.RULE}) |", ""]
+              f"| convergence | **{verdict.status}**: {verdict.reason} "
+              f"({verdict.status}: {convergence.MEANING[verdict.status]}) |", ""]
 
     lines += ["## Learning curve", "", f"![dev perplexity and learning rate]({figure_name})", ""]
     if halvings:

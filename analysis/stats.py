@@ -1,11 +1,14 @@
-"""Statistics of the tables: mean +- std over seeds, Welch's t-test, the paired bootstrap over
-test sentences (Koehn 2004) and Kendall's tau for trend checks against the paper."""
+"""Statistics of the tables: mean +- std over seeds, Welch's t-test and interval, the exact
+permutation test, multiplicity adjustment (Holm, Benjamini-Hochberg), equivalence by TOST, the
+paired bootstrap over test sentences (Koehn 2004) and Kendall's tau for trend checks against the
+paper. Every test is scipy's or statsmodels'."""
 
 import dataclasses
 import math
 
 import numpy as np
 from scipy import stats as scipy_stats
+from statsmodels.stats import multitest, weightstats
 
 
 @dataclasses.dataclass
@@ -24,40 +27,90 @@ def summarize(values):
     return Summary(float(values.mean()), std, int(values.size))
 
 
-def welch_t_test(a, b):
-    """Two-sided Welch's t-test (unequal variances) of mean(a) vs mean(b).
-
-    t = (mean_a - mean_b) / sqrt(va/na + vb/nb), with the Welch-Satterthwaite degrees of freedom
-    df = (va/na + vb/nb)^2 / ((va/na)^2/(na-1) + (vb/nb)^2/(nb-1)). Returns (t, df, p); all nan
-    when either side has fewer than two values or both have zero variance.
-    """
+def _two_sided(a, b):
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
-    if a.size < 2 or b.size < 2:
-        return math.nan, math.nan, math.nan
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    if va + vb == 0:
-        return math.nan, math.nan, math.nan
-    t = (a.mean() - b.mean()) / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
-    p = 2.0 * scipy_stats.t.sf(abs(t), df)
-    return float(t), float(df), float(p)
+    return a, b, a.size >= 2 and b.size >= 2
+
+
+def welch_t_test(a, b):
+    """Two-sided Welch's t-test (unequal variances) of mean(a) vs mean(b), by
+    scipy.stats.ttest_ind(equal_var=False). Returns (t, p); both nan when either side has fewer
+    than two values or both have zero variance."""
+    a, b, testable = _two_sided(a, b)
+    if not testable or a.var(ddof=1) + b.var(ddof=1) == 0:
+        return math.nan, math.nan
+    result = scipy_stats.ttest_ind(a, b, equal_var=False)
+    return float(result.statistic), float(result.pvalue)
 
 
 def welch_interval(a, b, confidence=0.95):
-    """Welch's two-sided interval on mean(a) - mean(b) (the one core/cluster/adaptive_seeds.cpp
-    decides seeds with): (low, high), nan when either side has fewer than two values."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    if a.size < 2 or b.size < 2:
+    """Welch's two-sided interval on mean(a) - mean(b) (statsmodels' CompareMeans with unequal
+    variances; the one core/cluster/adaptive_seeds.cpp decides seeds with): (low, high), nan when
+    either side has fewer than two values, the difference itself when both have zero variance."""
+    a, b, testable = _two_sided(a, b)
+    if not testable:
         return math.nan, math.nan
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    difference = a.mean() - b.mean()
-    if va + vb == 0:
-        return float(difference), float(difference)
-    df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
-    half = scipy_stats.t.ppf(1.0 - (1.0 - confidence) / 2.0, df) * math.sqrt(va + vb)
-    return float(difference - half), float(difference + half)
+    if a.var(ddof=1) + b.var(ddof=1) == 0:
+        difference = float(a.mean() - b.mean())
+        return difference, difference
+    compare = weightstats.CompareMeans(weightstats.DescrStatsW(a), weightstats.DescrStatsW(b))
+    low, high = compare.tconfint_diff(alpha=1.0 - confidence, usevar="unequal")
+    return float(low), float(high)
+
+
+def _absolute_mean_difference(a, b, axis):
+    return np.abs(np.mean(a, axis=axis) - np.mean(b, axis=axis))
+
+
+def permutation_p(a, b):
+    """Exact two-sided permutation test of mean(a) vs mean(b) on the values themselves (no
+    normality assumed): the fraction of the C(na + nb, na) splits of the pooled values into
+    groups of na and nb whose |mean difference| is at least the observed one
+    (scipy.stats.permutation_test over every split). nan when a side is empty."""
+    a, b, _ = _two_sided(a, b)
+    if a.size == 0 or b.size == 0:
+        return math.nan
+    result = scipy_stats.permutation_test((a, b), _absolute_mean_difference,
+                                          permutation_type="independent", vectorized=True,
+                                          n_resamples=np.inf, alternative="greater")
+    return float(result.pvalue)
+
+
+def smallest_permutation_p(na, nb):
+    """The smallest p permutation_p can give for na against nb distinct values: the observed
+    split alone in C(na + nb, na) (every value of one side beyond every value of the other), or
+    with its mirror image when na == nb (swapping the two groups keeps |mean difference|)."""
+    return (2.0 if na == nb else 1.0) / math.comb(na + nb, na)
+
+
+MULTIPLICITY = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+
+
+def adjust(pvalues, method="holm"):
+    """p-values adjusted for multiplicity over one family of comparisons by
+    statsmodels.stats.multitest.multipletests (method holm: family-wise error; bh: false
+    discovery rate, 'fdr_bh'). NaN entries (comparisons not made) stay NaN and are not counted
+    in the family."""
+    if method not in MULTIPLICITY:
+        raise ValueError(f"multiplicity must be one of {', '.join(MULTIPLICITY)}, not {method!r}")
+    pvalues = np.asarray(pvalues, dtype=float)
+    adjusted = np.full(pvalues.shape, math.nan)
+    tested = np.isfinite(pvalues)
+    if tested.any():
+        adjusted[tested] = multitest.multipletests(
+            pvalues[tested], method={"holm": "holm", "bh": "fdr_bh"}[method])[1]
+    return adjusted
+
+
+def equivalence_p(a, b, margin):
+    """Two one-sided Welch tests (TOST, statsmodels ttost_ind with unequal variances) that
+    mean(a) - mean(b) lies inside (-margin, +margin): small p = equivalent within the margin.
+    nan when a side has fewer than two values or both have zero variance."""
+    a, b, testable = _two_sided(a, b)
+    if not testable or a.var(ddof=1) + b.var(ddof=1) == 0:
+        return math.nan
+    return float(weightstats.ttost_ind(a, b, -margin, margin, usevar="unequal")[0])
 
 
 def paired_bootstrap(stats_a, stats_b, metric, samples=1000, seed=12345):

@@ -13,11 +13,11 @@ import re
 import numpy as np
 import pandas as pd
 
-from analysis.convergence import assess_run
+from analysis.convergence import FAILED, IMPROVING, assess_run
 from analysis.errors import AnalysisError
 from analysis.manifest import read_manifest
 from analysis.runfile import read_run
-from analysis.source_attention import IGNORES_SOURCE, dev_cross_attention
+from analysis.source_attention import dev_cross_attention
 
 MANIFEST = "manifest.yaml"
 RUN_FILE = "run.h5"
@@ -61,21 +61,41 @@ class Sweep:
         frame = self.runs[(self.runs["row"] == row_key) & (self.runs["status"] == "completed")]
         return list(frame.sort_values("seed")["run_id"])
 
-    def unconverged(self, row_key):
-        """Completed runs of the row whose dev loss had not reached a plateau."""
-        frame = self.runs[(self.runs["row"] == row_key) & (self.runs["status"] == "completed")]
-        if "converged" not in frame:
-            return list(frame["run_id"])
-        return list(frame[frame["converged"] != True]["run_id"])  # noqa: E712 (NaN counts too)
+    def _completed_frame(self, row_key):
+        return self.runs[(self.runs["row"] == row_key) & (self.runs["status"] == "completed")]
 
-    def ignoring_source(self, row_key):
-        """{run id: dev cross-attention} of the row's completed runs whose decoder ignores the
-        source (analysis/source_attention.py)."""
-        frame = self.runs[(self.runs["row"] == row_key) & (self.runs["status"] == "completed")]
-        if "dev_cross_attention" not in frame:
+    def statuses(self, row_key):
+        """{convergence status: count} over the row's completed runs (analysis/convergence.py)."""
+        frame = self._completed_frame(row_key)
+        if "convergence_status" not in frame:
             return {}
-        ignoring = frame[frame["dev_cross_attention"] >= IGNORES_SOURCE]
-        return dict(zip(ignoring["run_id"], ignoring["dev_cross_attention"].astype(float)))
+        return frame["convergence_status"].value_counts().to_dict()
+
+    def unconverged(self, row_key):
+        """Completed runs of the row that learned but neither converged nor ran a fixed budget
+        to its end (status "stopped while improving")."""
+        frame = self._completed_frame(row_key)
+        if "convergence_status" not in frame:
+            return list(frame["run_id"])
+        return list(frame[frame["convergence_status"] == IMPROVING]["run_id"])
+
+    def failed(self, row_key):
+        """{run id: (diagnostic, dev cross-attention)} of the row's completed runs that failed to
+        learn."""
+        frame = self._completed_frame(row_key)
+        if "convergence_status" not in frame:
+            return {}
+        failed = frame[frame["convergence_status"] == FAILED]
+        return {run_id: (diagnostic, float(cross)) for run_id, diagnostic, cross in
+                zip(failed["run_id"], failed["failure_diagnostic"], failed["dev_cross_attention"])}
+
+    def dirty(self, row_key):
+        """Run ids of the row's completed runs built from a working tree with uncommitted
+        changes (a git_commit ending in -dirty)."""
+        frame = self._completed_frame(row_key)
+        if "git_commit" not in frame:
+            return []
+        return list(frame[frame["git_commit"].astype(str).str.endswith("-dirty")]["run_id"])
 
     def incomplete(self):
         """The runs that are not completed (missing, running, failed, preempted)."""
@@ -116,16 +136,19 @@ def derived_metrics(data):
     return out
 
 
-def _merge_run(record, data):
+def _merge_run(record, data, unigram_ppl=None):
     for key in RUN_ATTRS:
         if key in data.attrs:
             record[key] = data.attrs[key]
     record.update({k: v for k, v in data.config.items() if k not in ("seed", "name")})
     record.update(data.summary)
     record.update(derived_metrics(data))
-    convergence = assess_run(data)
+    convergence = assess_run(data, unigram_ppl)
+    record["convergence_status"] = convergence.status
     record["converged"] = convergence.converged
     record["convergence"] = convergence.reason
+    record["failure_diagnostic"] = convergence.diagnostic
+    record["tail_fall_nats"] = convergence.tail_fall_nats
     record["dev_evaluations"] = convergence.evaluations
     cross = dev_cross_attention(data)
     record["dev_cross_attention"] = np.nan if cross is None else cross
@@ -153,7 +176,7 @@ def _choose_base(rows, explicit):
                          "row is the reference")
 
 
-def _load_from_manifest(directory, manifest, with_attention):
+def _load_from_manifest(directory, manifest, with_attention, unigram_ppl=None):
     records, data, rows, order, notes_damaged = [], {}, {}, [], []
     for run in manifest.runs:
         record = _run_record(run.id, run.name, run.row, run.group, run.seed,
@@ -175,7 +198,7 @@ def _load_from_manifest(directory, manifest, with_attention):
                 notes_damaged.append(f"{run.name} (id {run.id}): {error}")
             else:
                 data[run.id] = loaded
-                _merge_run(record, loaded)
+                _merge_run(record, loaded, unigram_ppl)
         records.append(record)
     declared = {run.id for run in manifest.runs}
     extra = sorted(p.parent.name for p in directory.glob(f"*/{RUN_FILE}")
@@ -186,7 +209,7 @@ def _load_from_manifest(directory, manifest, with_attention):
     return records, data, [rows[k] for k in order], notes
 
 
-def _load_without_manifest(directory, with_attention, paths=None):
+def _load_without_manifest(directory, with_attention, paths=None, unigram_ppl=None):
     paths = sorted(directory.glob(f"*/{RUN_FILE}")) if paths is None else paths
     if not paths:
         raise AnalysisError(f"{directory}: neither a {MANIFEST} nor any <run>/{RUN_FILE}: "
@@ -203,7 +226,7 @@ def _load_without_manifest(directory, with_attention, paths=None):
         key = ",".join(f"{k.split('.')[-1]}={loaded.config.get(k)}" for k in varying) or "all"
         seed = int(loaded.attrs.get("seed", 0))
         record = _run_record(run_id, f"{key}.seed{seed}", key, "", seed, path)
-        _merge_run(record, loaded)
+        _merge_run(record, loaded, unigram_ppl)
         if key not in rows:
             rows[key] = Row(key=key, group="", overrides=overrides, paper={}, run_ids=[])
             order.append(key)
@@ -218,9 +241,11 @@ def _load_without_manifest(directory, with_attention, paths=None):
     return records, data, [rows[k] for k in order], notes
 
 
-def load_sweep(directory, base=None, with_attention=True):
+def load_sweep(directory, base=None, with_attention=True, unigram_ppl=None):
     """Loads runs/<sweep>/ (see the module comment). AnalysisError for a missing or empty
-    directory and for any run file that cannot be read, naming the file."""
+    directory and for any run file that cannot be read, naming the file. unigram_ppl: a unigram
+    model's dev PPL of the target side, below which a run has learned something
+    (analysis/convergence.py)."""
     directory = pathlib.Path(directory)
     if not directory.is_dir():
         raise AnalysisError(f"{directory}: no such directory")
@@ -229,11 +254,13 @@ def load_sweep(directory, base=None, with_attention=True):
         manifest = read_manifest(manifest_path)
         if not manifest.runs:
             raise AnalysisError(f"{manifest_path}: the manifest lists no runs")
-        records, data, rows, notes = _load_from_manifest(directory, manifest, with_attention)
+        records, data, rows, notes = _load_from_manifest(directory, manifest, with_attention,
+                                                        unigram_ppl)
         name = manifest.sweep
     else:
         manifest = None
-        records, data, rows, notes = _load_without_manifest(directory, with_attention)
+        records, data, rows, notes = _load_without_manifest(directory, with_attention,
+                                                           unigram_ppl=unigram_ppl)
         name = directory.name
     runs = pd.DataFrame.from_records(records)
     if "seed" in runs:
@@ -243,7 +270,7 @@ def load_sweep(directory, base=None, with_attention=True):
                  rows=rows, base=base_key, base_note=base_note, notes=notes)
 
 
-def load_runs(paths, with_attention=True):
+def load_runs(paths, with_attention=True, unigram_ppl=None):
     """Single runs or a pair, without a sweep: each path a run directory or its run.h5. Rows are
     the configurations found (as for a directory without a manifest); the first run's directory
     stands for the sweep's."""
@@ -254,7 +281,8 @@ def load_runs(paths, with_attention=True):
             raise AnalysisError(f"{path}: not a run (no {RUN_FILE})")
         files.append(file)
     directory = files[0].parent
-    records, data, rows, notes = _load_without_manifest(directory, with_attention, files)
+    records, data, rows, notes = _load_without_manifest(directory, with_attention, files,
+                                                       unigram_ppl)
     runs = pd.DataFrame.from_records(records)
     if "seed" in runs:
         runs["seed"] = runs["seed"].astype("int64")

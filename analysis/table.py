@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from analysis import stats
-from analysis.convergence import RULE as CONVERGENCE_RULE
+from analysis.convergence import BUDGET, CONVERGED, MEANING, STATUSES
 
 
 @dataclasses.dataclass
@@ -45,6 +45,9 @@ class Table:
     trend: list       # lines of the trend check
     method: list      # lines naming the statistics
     incomplete: list  # lines naming the runs left out of means
+    multiplicity: str = "holm"  # stats.MULTIPLICITY key
+    margin_pct: float = 2.0     # equivalence margin on dev PPL (%)
+    alpha: float = 0.05
 
 
 def to_text(value):
@@ -74,6 +77,15 @@ def _run_values(sweep, run_ids, key, scale=1.0):
         return []
     values = [_number(index.at[r, key]) * scale for r in run_ids]
     return [v for v in values if np.isfinite(v)]
+
+
+def _run_texts(sweep, run_ids, key):
+    """The distinct non-empty texts of a runs column over `run_ids`, sorted."""
+    index = sweep.runs.set_index("run_id")
+    if key not in index:
+        return []
+    return sorted({str(index.at[r, key]) for r in run_ids
+                   if isinstance(index.at[r, key], str) and index.at[r, key]})
 
 
 def _setting_value(sweep, row, key):
@@ -111,19 +123,101 @@ def _present_metrics(sweep):
     return present
 
 
-def build_table(sweep):
+def _status_text(counts):
+    return ", ".join(f"{counts[status]} {status}" for status in STATUSES if counts.get(status))
+
+
+def _failure_text(failed, completed):
+    """What failed in how many runs, e.g. 'the decoder ignores its source in 2 of 2 runs
+    (decoder-encoder attention 0.984 to 1.000 of uniform over the dev set)'."""
+    if not failed:
+        return ""
+    parts = []
+    for diagnostic in sorted({d for d, _ in failed.values()}):
+        runs = [cross for d, cross in failed.values() if d == diagnostic]
+        text = f"{diagnostic} in {len(runs)} of {completed} runs"
+        levels = sorted(v for v in runs if np.isfinite(v))
+        if diagnostic == "the decoder ignores its source" and levels:
+            level = (f"{levels[0]:.3f}" if levels[0] == levels[-1]
+                     else f"{levels[0]:.3f} to {levels[-1]:.3f}")
+            text += f" (decoder-encoder attention {level} of uniform over the dev set)"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def _compare(record, metric, ours, theirs):
+    """Welch's and the exact permutation test of a row's per-seed values against base's; the
+    test that counts is the more conservative (the larger p)."""
+    welch = stats.welch_t_test(ours, theirs)[1]
+    permutation = stats.permutation_p(ours, theirs) if ours and theirs else math.nan
+    record[f"{metric.name}_p_welch"] = welch
+    record[f"{metric.name}_p_perm"] = permutation
+    record[f"{metric.name}_p"] = (max(welch, permutation) if np.isfinite(welch) else math.nan)
+    record[f"{metric.name}_test"] = "welch+permutation"
+
+
+def _log_ppl_effect(record, ours, theirs, paper, paper_base, margin_pct):
+    """Effects on log PPL, comparable across scales: 100 (exp(mean log row - mean log base) - 1),
+    the ratio of geometric-mean PPLs, with Welch's 95% interval mapped the same way; TOST on
+    log PPL within +/- log(1 + margin); the paper's effect in the same unit and whether ours
+    agrees with it in direction and in size (the paper's inside our interval)."""
+    log_ours, log_theirs = np.log(ours), np.log(theirs)
+    difference = float(np.mean(log_ours) - np.mean(log_theirs))
+    low, high = stats.welch_interval(log_ours, log_theirs)
+    record["ppl_effect_pct"] = 100.0 * math.expm1(difference)
+    record["ppl_effect_low_pct"] = 100.0 * math.expm1(low) if np.isfinite(low) else math.nan
+    record["ppl_effect_high_pct"] = 100.0 * math.expm1(high) if np.isfinite(high) else math.nan
+    record["ppl_tost_p"] = stats.equivalence_p(log_ours, log_theirs,
+                                               math.log1p(margin_pct / 100.0))
+    if np.isfinite(paper) and np.isfinite(paper_base) and paper_base > 0:
+        effect = 100.0 * (paper / paper_base - 1.0)
+        record["paper_ppl_effect_pct"] = effect
+        record["paper_direction_agrees"] = ("" if round(effect, 2) == 0 else
+                                            "yes" if np.sign(effect) == np.sign(difference)
+                                            else "no")
+        if np.isfinite(record["ppl_effect_low_pct"]):
+            inside = record["ppl_effect_low_pct"] <= effect <= record["ppl_effect_high_pct"]
+            record["paper_size_agrees"] = "yes" if inside else "no"
+
+
+def _ppl_verdict(record, alpha):
+    """The verdict word of a row's dev PPL (analysis/README.md, "Verdicts")."""
+    if record["failed"]:
+        return "failed"
+    if record["base"]:
+        return ""
+    if np.isfinite(record.get("ppl_p_adj", math.nan)) and record["ppl_p_adj"] < alpha:
+        return "higher" if record["ppl_delta"] > 0 else "lower"
+    if np.isfinite(record.get("ppl_tost_p_adj", math.nan)) and record["ppl_tost_p_adj"] < alpha:
+        return "level"
+    if not np.isfinite(record.get("ppl_p", math.nan)):
+        return "not testable"
+    return "inconclusive"
+
+
+def build_table(sweep, multiplicity="holm", margin_pct=2.0, alpha=ALPHA[0]):
+    """The table (see the module comment). multiplicity: holm or bh, over each metric's
+    comparisons; margin_pct: the equivalence margin on dev PPL, in %."""
     settings = _shown_settings(sweep)
     metrics = _present_metrics(sweep)
     base = sweep.row(sweep.base)
     base_ids = sweep.completed(base.key)
+    paper_base = base.paper.get("ppl", math.nan)
     records = []
     tests_used = set()   # labels of the metrics tested against base
     for row in sweep.rows:
         completed = sweep.completed(row.key)
         is_base = row.key == base.key
+        counts = sweep.statuses(row.key)
+        failed = sweep.failed(row.key)
+        dirty = sweep.dirty(row.key)
+        commits = _run_texts(sweep, completed, "git_commit")
         record = {"group": row.group, "row": row.key, "base": is_base,
                   "runs": len(row.run_ids), "completed": len(completed),
-                  "converged": len(completed) - len(sweep.unconverged(row.key))}
+                  "converged": counts.get(CONVERGED, 0) + counts.get(BUDGET, 0),
+                  "statuses": _status_text(counts), "failed": bool(failed),
+                  "failure": _failure_text(failed, len(completed)),
+                  "dirty_runs": len(dirty), "commits": " ".join(commits)}
         for key in settings:
             value = _setting_value(sweep, row, key)
             shown = is_base or value != _setting_value(sweep, base, key)
@@ -140,17 +234,21 @@ def build_table(sweep):
             record[f"{metric.name}_mean"] = summary.mean
             record[f"{metric.name}_std"] = summary.std
             record[f"{metric.name}_n"] = summary.n
-            delta, p, test = math.nan, math.nan, ""
-            if not is_base and summary.n and base_summary.n:
-                delta = summary.mean - base_summary.mean
+            record[f"{metric.name}_delta"] = math.nan
+            for column in ("p_welch", "p_perm", "p"):
+                record[f"{metric.name}_{column}"] = math.nan
+            record[f"{metric.name}_test"] = ""
+            # A failed row measures a model that did not learn: it is not compared.
+            if not is_base and not failed and summary.n and base_summary.n:
+                record[f"{metric.name}_delta"] = summary.mean - base_summary.mean
                 # Across seeds, BLEU included: a paired bootstrap over sentences measures only
                 # the test set's sampling, and calls two seeds of one configuration different
                 # (analysis/README.md, "Significance").
-                p, test = stats.welch_t_test(ours, theirs)[2], "welch"
+                _compare(record, metric, ours, theirs)
                 tests_used.add(metric.label)
-            record[f"{metric.name}_delta"] = delta
-            record[f"{metric.name}_p"] = p
-            record[f"{metric.name}_test"] = test
+                if metric.name == "ppl":
+                    _log_ppl_effect(record, ours, theirs, row.paper.get("ppl", math.nan),
+                                    paper_base, margin_pct)
             if metric.paper_key:
                 record[f"paper_{metric.name}"] = row.paper.get(metric.paper_key, math.nan)
         flops = _run_values(sweep, completed, "train_flops")
@@ -161,10 +259,20 @@ def build_table(sweep):
         record["wall_seconds_per_run"] = float(np.mean(seconds)) if seconds else math.nan
         record["core_hours_total"] = float(np.sum(core_hours)) if core_hours else math.nan
         records.append(record)
+    # One family per metric: every row's comparison with base (TOST's family for dev PPL).
+    for column in [f"{m.name}_p" for m in metrics] + ["ppl_tost_p"]:
+        adjusted = stats.adjust([r.get(column, math.nan) for r in records], multiplicity)
+        for record, value in zip(records, adjusted):
+            record[f"{column}_adj"] = float(value)
+    for record in records:
+        if "ppl_mean" in record:
+            record["ppl_verdict"] = _ppl_verdict(record, alpha)
     return Table(sweep=sweep, settings=settings, metrics=metrics, records=records,
                  trend=_trend(sweep, records, metrics),
-                 method=_method_lines(sweep, metrics, tests_used),
-                 incomplete=_incomplete_lines(sweep))
+                 method=_method_lines(sweep, metrics, tests_used, records, multiplicity,
+                                      margin_pct, alpha),
+                 incomplete=_incomplete_lines(sweep), multiplicity=multiplicity,
+                 margin_pct=margin_pct, alpha=alpha)
 
 
 def _blocks(sweep):
@@ -223,20 +331,19 @@ def _trend(sweep, records, metrics):
         return ["Trend check: the sweep gives no paper values, so there is nothing to compare."]
     lines = ["Trend check: Kendall tau-b between our means and the paper's values within each "
              "block (base row included; +1 = same order, -1 = reversed), and within each setting "
-             "a block varies when it varies several:"]
+             "a block varies when it varies several. Rows that failed to learn are left out "
+             "(their numbers measure a model that did not learn the task) and named:"]
     for group, keys in _blocks(sweep).items():
+        # A failed row measures a failed optimisation, not the ablated part: it is not ordered.
+        failed = [k for k in keys if by_row[k].get("failed")]
+        keys = [k for k in keys if k not in failed]
+        left_out = f" (left out, failed to learn: {', '.join(failed)})" if failed else ""
         unconverged = [k for k in keys
                        if by_row[k].get("converged", 0) < by_row[k].get("completed", 0)]
-        caveat = (f" (unconverged: {', '.join(unconverged)}; an ordering of unconverged rows "
-                  "compares learning speed, not final quality)" if unconverged else "")
-        lines.append(f"- block {group}: " + _tau_parts(by_row, keys, paper_metrics) + caveat)
-        # A row whose decoder ignores the source measures a failed optimisation, not the ablated
-        # part: the order among the rows that learned to translate is reported beside.
-        ignoring = [k for k in keys[1:] if sweep.ignoring_source(k)]
-        learned = [k for k in keys if k not in ignoring]
-        if ignoring and len(learned) >= 2:
-            lines.append(f"  - without the rows whose decoder ignores the source "
-                         f"({', '.join(ignoring)}): " + _tau_parts(by_row, learned, paper_metrics))
+        caveat = (f" (stopped while improving: {', '.join(unconverged)}; an ordering of such "
+                  "rows compares learning speed, not final quality)" if unconverged else "")
+        lines.append(f"- block {group}: " + _tau_parts(by_row, keys, paper_metrics) + left_out
+                     + caveat)
         axes = _axes(sweep, keys)
         if len(axes) > 1:
             for axis, axis_keys in axes.items():
@@ -245,17 +352,51 @@ def _trend(sweep, records, metrics):
     return lines
 
 
-def _method_lines(sweep, metrics, tests_used):
+def _seed_counts(records):
+    """The (row seeds, base seeds) pairs the comparisons used, sorted."""
+    base_n = {m: r[f"{m}_n"] for r in records if r["base"] for m in ("ppl",) if f"{m}_n" in r}
+    pairs = {(r["ppl_n"], base_n["ppl"]) for r in records
+             if not r["base"] and np.isfinite(r.get("ppl_p", math.nan)) and "ppl" in base_n}
+    return sorted(pairs)
+
+
+def _method_lines(sweep, metrics, tests_used, records, multiplicity, margin_pct, alpha):
+    family = stats.MULTIPLICITY[multiplicity]
     lines = ["Values: mean ± sample std (ddof 1) over the completed seeds of each row; n = seeds; "
              f"Δ = row mean − base mean; {sweep.base_note}."]
     for metric in metrics:
         if metric.label in tests_used:
-            lines.append(f"{metric.label}: Welch's t-test (unequal variances, two-sided) "
-                         "across seeds.")
-    lines.append("Marks on Δ: * p < 0.05, ** p < 0.01; p = n/a with fewer than two seeds on a "
-                 "side or zero variance.")
-    lines.append(f"Convergence (column conv.: converged of completed runs, ‡ when not all): "
-                 f"{CONVERGENCE_RULE}.")
+            tested = sum(np.isfinite(r.get(f"{metric.name}_p", math.nan)) for r in records)
+            lines.append(f"{metric.label}: Welch's t-test (scipy, unequal variances, two-sided) "
+                         "and an exact permutation test (scipy, every split of the pooled seeds, "
+                         "|mean difference|) of the row's seeds against base's; p is the larger "
+                         f"of the two; p adj. is {family}-adjusted over the {tested} comparisons "
+                         f"of {metric.label} in this table (statsmodels).")
+    pairs = _seed_counts(records)
+    if pairs:
+        lines.append("Smallest p the exact permutation test can reach: " + "; ".join(
+            f"{a} vs {b} seeds: {2 if a == b else 1}/{math.comb(a + b, a)} = "
+            f"{stats.smallest_permutation_p(a, b):.3g}" for a, b in pairs)
+            + f" (a comparison whose smallest p is above {alpha} cannot be significant).")
+    lines.append(f"Marks on Δ from the adjusted p: * p adj. < {ALPHA[0]}, ** p adj. < {ALPHA[1]}; "
+                 "p = n/a with fewer than two seeds on a side or zero variance.")
+    if any("ppl_verdict" in r for r in records):
+        lines.append(f"Δ% = 100 × (exp(mean log PPL of the row − mean log PPL of base) − 1), the "
+                     "ratio of geometric-mean PPLs, with Welch's 95% interval on log PPL mapped "
+                     "the same way; paper Δ% is the paper's row over its base in the same unit; "
+                     "vs paper: whether the direction agrees, and whether the paper's Δ% lies "
+                     "inside our interval (size). Verdict on dev PPL: higher/lower when p adj. < "
+                     f"{alpha}; level when TOST (statsmodels ttost_ind, unequal variances) on log "
+                     f"PPL within ±{margin_pct:g}% ({family}-adjusted over the same rows) gives "
+                     f"p adj. < {alpha}; inconclusive otherwise; failed for a row with a run that "
+                     "failed to learn (not compared).")
+    lines.append("Convergence (column conv.: runs converged or at the end of a fixed budget, of "
+                 "completed runs; ‡ when not all), on the dev NLL: "
+                 + "; ".join(f"*{status}*: {MEANING[status]}" for status in STATUSES) + ".")
+    if any(r["dirty_runs"] for r in records):
+        lines.append("Provenance (column prov.): § the number of runs built from a working tree "
+                     "with uncommitted changes (commit ending in -dirty), whose code no commit "
+                     "holds; the runs table names each run's commit.")
     lines.append("Cost: counted training FLOPs per run (and summed over the row), mean wall time "
                  "per run, core-hours = train_seconds × world_size × threads / 3600 summed over "
                  "the row's runs.")

@@ -21,22 +21,72 @@ from analysis.manifest import parse_manifest  # noqa: E402
 
 def test_welch_matches_hand_computed_values_and_scipy():
     a, b = [1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]
-    t, df, p = stats.welch_t_test(a, b)
+    t, p = stats.welch_t_test(a, b)
     # va/na = 1/3, vb/nb = (5/3)/4 = 5/12; t = -3.5 / sqrt(3/4); df = (3/4)^2 / ((1/3)^2/2 +
     # (5/12)^2/3) = 0.5625 / (1/18 + 25/432).
+    df = 0.5625 / (1 / 18 + 25 / 432)
     assert t == pytest.approx(-3.5 / math.sqrt(0.75), rel=1e-12)
-    assert df == pytest.approx(0.5625 / (1 / 18 + 25 / 432), rel=1e-12)
-    reference = scipy_stats.ttest_ind(a, b, equal_var=False)
-    assert t == pytest.approx(reference[0], rel=1e-12)
-    assert p == pytest.approx(reference[1], rel=1e-9)
-    x, y = [10.2, 10.9, 10.4, 11.8], [11.1, 12.4, 11.9]
-    assert stats.welch_t_test(x, y)[2] == pytest.approx(
-        scipy_stats.ttest_ind(x, y, equal_var=False)[1], rel=1e-9)
+    assert p == pytest.approx(2 * scipy_stats.t.sf(3.5 / math.sqrt(0.75), df), rel=1e-9)
+    low, high = stats.welch_interval(a, b)
+    half = scipy_stats.t.ppf(0.975, df) * math.sqrt(0.75)
+    assert (low, high) == pytest.approx((-3.5 - half, -3.5 + half), rel=1e-9)
 
 
 def test_welch_is_undefined_without_two_values_or_any_variance():
     assert all(math.isnan(v) for v in stats.welch_t_test([1.0], [2.0, 3.0]))
     assert all(math.isnan(v) for v in stats.welch_t_test([1.0, 1.0], [2.0, 2.0]))
+    assert stats.welch_interval([1.0, 1.0], [2.0, 2.0]) == (-1.0, -1.0)
+
+
+def test_the_exact_permutation_test_of_2_against_4_seeds_cannot_go_below_one_in_15():
+    # C(6, 2) = 15 splits; the observed one (both high values on one side) is the only split as
+    # extreme as itself, so p = 1/15, and no data of 2 against 4 seeds gives less.
+    assert math.comb(6, 2) == 15
+    assert stats.permutation_p([10.0, 11.0], [1.0, 2.0, 3.0, 4.0]) == pytest.approx(1 / 15)
+    assert stats.smallest_permutation_p(2, 4) == pytest.approx(1 / 15)
+    # 3 against 4: 1/35; 4 against 4: the split and its mirror image, 2/70.
+    assert stats.permutation_p([10.0, 11.0, 12.0], [1.0, 2.0, 3.0, 4.0]) == pytest.approx(1 / 35)
+    assert stats.permutation_p([10.0, 11.0, 12.0, 13.0], [1.0, 2.0, 3.0, 4.0]) == \
+        pytest.approx(2 / 70)
+    assert stats.smallest_permutation_p(3, 4) == pytest.approx(1 / 35)
+    assert stats.smallest_permutation_p(4, 4) == pytest.approx(2 / 70)
+    # Values that interleave: a = {1, 4} vs b = {2, 3, 5, 6}, |mean difference| 1.5. For a pair
+    # of sum s out of {1..6} (total 21), |s/2 - (21 - s)/4| >= 1.5 when s <= 5 or s >= 9:
+    # (1,2), (1,3), (1,4), (2,3) and (3,6), (4,5), (4,6), (5,6): 8 of the 15 pairs.
+    assert stats.permutation_p([1.0, 4.0], [2.0, 3.0, 5.0, 6.0]) == pytest.approx(8 / 15)
+
+
+def test_holm_and_benjamini_hochberg_match_hand_computed_values():
+    p = [0.01, 0.04, 0.03, 0.2, math.nan]
+    # Holm over the four tested: sorted 0.01, 0.03, 0.04, 0.2 times 4, 3, 2, 1 -> 0.04, 0.09,
+    # 0.08 raised to the running maximum 0.09, 0.2; the untested stays NaN.
+    holm = stats.adjust(p, "holm")
+    assert list(holm[:4]) == pytest.approx([0.04, 0.09, 0.09, 0.2])
+    assert math.isnan(holm[4])
+    # BH: p * m / rank, then the running minimum from the top: 0.2*4/4 = 0.2, 0.04*4/3 = 0.0533,
+    # 0.03*4/2 = 0.06 -> 0.0533, 0.01*4/1 = 0.04.
+    bh = stats.adjust(p, "bh")
+    assert list(bh[:4]) == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.2])
+    with pytest.raises(ValueError):
+        stats.adjust(p, "bonferroni")
+
+
+def test_tost_matches_statsmodels_and_its_known_cases():
+    from statsmodels.stats.weightstats import ttost_ind
+    a, b = [3.00, 3.01, 2.99, 3.005], [3.002, 2.995, 3.008, 3.0]
+    margin = math.log(1.02)
+    assert stats.equivalence_p(a, b, margin) == pytest.approx(
+        ttost_ind(a, b, -margin, margin, usevar="unequal")[0], rel=1e-12)
+    # Means 0.001 apart with spread 0.006: well inside +-0.0198, equivalent.
+    assert stats.equivalence_p(a, b, margin) < 0.01
+    # The same spread around means 0.1 apart: outside the margin, not equivalent.
+    assert stats.equivalence_p([v + 0.1 for v in a], b, margin) > 0.5
+    # TOST's p is the larger of the two one-sided Welch p-values (by hand from scipy).
+    upper = scipy_stats.ttest_ind(a, [v + margin for v in b], equal_var=False,
+                                  alternative="less").pvalue
+    lower = scipy_stats.ttest_ind(a, [v - margin for v in b], equal_var=False,
+                                  alternative="greater").pvalue
+    assert stats.equivalence_p(a, b, margin) == pytest.approx(max(upper, lower), rel=1e-9)
 
 
 def test_summarize_uses_the_sample_standard_deviation():

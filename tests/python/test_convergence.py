@@ -1,4 +1,4 @@
-"""The convergence test of analysis/convergence.py on hand-computed curves."""
+"""The run statuses of analysis/convergence.py on curves whose answer is known by hand."""
 
 import math
 import sys
@@ -6,99 +6,124 @@ import sys
 import pytest
 
 from conftest import ROOT
+from test_train_cli import expected_patience_stop
 
 sys.path.insert(0, str(ROOT))
 
-from analysis.convergence import MIN_EVALUATIONS, assess, rates_at  # noqa: E402
+from analysis import convergence  # noqa: E402
+from analysis.convergence import (BUDGET, CONVERGED, FAILED, FLAT_NATS, IMPROVING,  # noqa: E402
+                                  MIN_EVALUATIONS, assess, decays_to_zero, ppl_percent,
+                                  tail_window)
 
-# The dev losses of a base run of experiments/small/table3-plateau.yaml (Bible en->es, one
-# evaluation every 200 steps) that patience 4 with min_delta 0.01 stopped at step 8,000.
+# Dev losses of a base run of experiments/small/table3-plateau.yaml (Bible en->es, one evaluation
+# every 200 steps) that patience 4 with min_delta 0.01 stopped at step 8,000, while it still fell.
 BASE_STOPPED_BY_SHORT_PATIENCE = [
     6.4946, 6.0307, 5.6222, 5.4016, 5.2452, 5.0861, 4.9457, 4.8459, 4.7457, 4.6682,
     4.5988, 4.5377, 4.5034, 4.4556, 4.4092, 4.425, 4.355, 4.3319, 4.3275, 4.2943,
     4.272, 4.2663, 4.2658, 4.22, 4.2106, 4.2016, 4.1801, 4.1944, 4.2017, 4.1549,
     4.1289, 4.14, 4.1262, 4.1389, 4.112, 4.083, 4.1273, 4.0881, 4.073, 4.1024]
+STEPS = [200 * (i + 1) for i in range(len(BASE_STOPPED_BY_SHORT_PATIENCE))]
 
 
-def test_a_patience_stop_while_still_falling_is_unconverged():
-    # 40 evaluations: the last quarter is the last 10; the loss before it is L[29] = 4.1549 and
-    # their minimum is 4.073, a drop of (4.1549 - 4.073) / 4.1549 = 1.97%, above 1%.
-    verdict = assess(BASE_STOPPED_BY_SHORT_PATIENCE, "patience")
-    assert not verdict.converged
-    assert verdict.last_quarter_drop == pytest.approx((4.1549 - 4.073) / 4.1549)
-    assert verdict.reason == "dev loss still falling: 2.0% over the last quarter (stopped by patience)"
+def test_a_curve_that_patience_stops_while_it_still_falls_is_not_converged():
+    # 30 evaluations falling 0.05 nats each, then 0.002 nats per evaluation with noise of
+    # +-0.001: patience 4 with min_delta 0.01 stops it (no step down by 0.01 within four
+    # evaluations) at evaluation 34, yet the line fitted over its last 9 (max(ceil(35/4), 5, 8))
+    # falls by about 8 x 0.002 = 0.016 nats, 1.6% of PPL.
+    curve = [5.5 - 0.05 * i for i in range(30)] + [
+        4.0 - 0.002 * i + (0.001 if i % 2 else -0.001) for i in range(1, 100)]
+    stop = expected_patience_stop(range(len(curve)), curve, 4, 0.01)
+    assert stop == 34
+    stopped = curve[:stop + 1]
+    verdict = assess(stopped, None, "patience", patience=4)
+    assert verdict.status == IMPROVING, verdict.reason
+    window = tail_window(len(stopped), 4)
+    assert verdict.tail_evaluations == window
+    # Hand computation of the least-squares line: slope = cov(x, y) / var(x).
+    xs = list(range(len(stopped)))[-window:]
+    ys = stopped[-window:]
+    mx, my = sum(xs) / window, sum(ys) / window
+    slope = (sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+             / sum((x - mx) ** 2 for x in xs))
+    assert verdict.tail_fall_nats == pytest.approx(-slope * (xs[-1] - xs[0]), rel=1e-9)
+    assert verdict.tail_fall_nats > FLAT_NATS
+    assert "stopped by patience" in verdict.reason and "not below" in verdict.reason
+
+
+def test_the_base_run_stopped_by_short_patience_is_not_converged():
+    verdict = assess(BASE_STOPPED_BY_SHORT_PATIENCE, STEPS, "patience", patience=4)
+    assert verdict.status == IMPROVING
+    assert verdict.tail_evaluations == 10  # ceil(40 / 4) > 2 x 4
+    assert verdict.tail_fall_nats > 0.03
 
 
 def test_a_flat_tail_is_converged_however_training_stopped():
-    # 12 evaluations, last quarter = 3; before it 3.0, the tail's minimum 2.98: a 0.67% drop.
-    losses = [5.0, 4.5, 4.0, 3.6, 3.3, 3.1, 3.05, 3.02, 3.0, 2.99, 2.98, 3.01]
+    # 40 evaluations falling to 3.0 at evaluation 20, then flat with +-0.001 around it: the
+    # fitted fall over the last 10 is within noise, far below log(1.01) nats.
+    losses = [3.0 + 2.0 * max(0, 20 - i) / 20 + (0.001 if i % 2 else -0.001) for i in range(40)]
     for stop_reason in ("steps", "patience", ""):
-        verdict = assess(losses, stop_reason)
-        assert verdict.converged, verdict.reason
-        assert verdict.last_quarter_drop == pytest.approx(0.02 / 3.0)
-    assert assess(losses, "steps").reason == ("plateau: dev loss fell 0.7% over the last quarter "
-                                              "(stopped by steps)")
+        verdict = assess(losses, None, stop_reason, patience=4)
+        assert verdict.status == CONVERGED, verdict.reason
+        assert abs(verdict.tail_fall_nats) < 0.002
+    assert FLAT_NATS == pytest.approx(math.log(1.01))
+    assert ppl_percent(FLAT_NATS) == pytest.approx(100 * (1 - 1 / 1.01))
 
 
-def test_too_few_evaluations_or_a_non_finite_loss_is_unconverged():
+def test_the_window_is_at_least_twice_the_patience():
+    # 40 evaluations, patience 10: window 20, not the quarter (10). A curve flat over its last
+    # 12 evaluations but falling 0.01 nats per evaluation before them is not converged.
+    losses = [4.0 - 0.01 * min(i, 28) for i in range(40)]
+    assert tail_window(40, 10) == 20
+    assert assess(losses, None, "patience", patience=10).status == IMPROVING
+    assert assess(losses, None, "patience", patience=2).status == CONVERGED
+
+
+def test_too_few_evaluations_are_not_converged_and_a_solved_task_is():
     short = [4.0] * (MIN_EVALUATIONS - 1)
-    verdict = assess(short, "patience")
-    assert not verdict.converged
-    assert verdict.reason.startswith(f"{MIN_EVALUATIONS - 1} dev evaluation(s), fewer than")
-    # A flat curve that ends in NaN, or has an infinity just before its last quarter, diverged.
-    for losses in ([5.0] * 11 + [math.nan], [5.0] * 8 + [math.inf] + [5.0] * 3):
-        verdict = assess(losses)
-        assert not verdict.converged and verdict.reason == "dev loss is not finite"
-    assert assess([5.0] * 12).converged
+    verdict = assess(short, None, "steps")
+    assert verdict.status == IMPROVING and "too few" in verdict.reason
+    solved = assess([2.0, 0.5], None, "steps", accuracy=1.0)
+    assert solved.status == CONVERGED and "task solved: dev accuracy 100.0%" in solved.reason
+    assert assess([2.0, 0.5], None, "steps", accuracy=0.9).status == IMPROVING
 
 
-# 60 evaluations: 45 falling from 5.00 to L[44] = 4.00, five more to 3.93 (L[49]), then the last
-# ten (the rate window) reach 3.92 at the end. Last quarter (15): (4.00 - 3.92) / 4.00 = 2.0%.
-# Rate window (10): (3.93 - 3.92) / 3.93 = 0.254%.
-CUT_RATE_LOSSES = ([5.0 - i / 44 for i in range(45)] + [3.986, 3.972, 3.958, 3.944, 3.93]
-                   + [3.929] * 9 + [3.92])
+def test_failed_to_learn_by_attention_divergence_or_unigram():
+    losses = [5.0] * 12
+    verdict = assess(losses, None, "patience", cross_attention=0.95)
+    assert verdict.status == FAILED and verdict.diagnostic == "the decoder ignores its source"
+    assert assess(losses, None, "patience", cross_attention=0.949).status == CONVERGED
+    assert assess(losses[:-1] + [math.nan]).status == FAILED
+    # exp(5) = 148.4: no better than a unigram model at 148 PPL, better than one at 149.
+    assert assess(losses, unigram_ppl=148.0).status == FAILED
+    assert assess(losses, unigram_ppl=149.0).status == CONVERGED
+    # Failure outranks a solved task and a spent budget.
+    assert assess(losses, cross_attention=1.0, accuracy=1.0, budget_spent=True).status == FAILED
 
 
-def cut_rates(final_ratio):
-    """Rate 1.0 up to the evaluation before the window, halving through it to final_ratio."""
-    return [1.0] * 50 + [0.5] * 5 + [0.3] * 4 + [final_ratio]
+def test_a_decaying_schedule_run_to_its_end_is_budget():
+    falling = [4.0 - 0.05 * i for i in range(40)]
+    assert assess(falling, None, "steps", budget_spent=True).status == BUDGET
+    assert decays_to_zero({"train.lr.schedule": "cosine"})
+    assert decays_to_zero({"train.lr.schedule": "noam", "train.lr.cooldown": 2000})
+    assert not decays_to_zero({"train.lr.schedule": "noam"})
+    assert not decays_to_zero({"train.lr.cooldown": "not a number"})
 
 
-def test_a_cut_rate_plateau_is_converged_with_both_drops_in_its_reason():
-    verdict = assess(CUT_RATE_LOSSES, "patience", cut_rates(0.25))
-    assert verdict.converged, verdict.reason
-    assert verdict.last_quarter_drop == pytest.approx(0.08 / 4.0)
-    assert verdict.window_drop == pytest.approx(0.01 / 3.93)
-    assert verdict.window_rate_ratio == pytest.approx(0.25)
-    assert verdict.reason == ("plateau at a cut rate: dev loss fell 2.0% over the last quarter; "
-                              "0.25% over the last 10 evaluations, with the learning rate at "
-                              "0.25x (stopped by patience)")
+class FakeRun:
+    def __init__(self, config, steps_done, stop_reason="steps"):
+        import pandas as pd
+        self.config = config
+        self.summary = {"steps": steps_done, "stop_reason": stop_reason}
+        self.eval = pd.DataFrame({"step": [100 * (i + 1) for i in range(12)],
+                                  "nll": [4.0 - 0.1 * i for i in range(12)]})
+        self.train = pd.DataFrame()
 
 
-def test_the_same_curve_is_unconverged_without_the_cut_or_with_a_larger_window_drop():
-    # The rate fell to 0.26x only, or not at all (noam's slow decay), or it is unknown.
-    for rates in (cut_rates(0.26), [1.0] * 60, None):
-        verdict = assess(CUT_RATE_LOSSES, "patience", rates)
-        assert not verdict.converged
-        assert verdict.reason.startswith("dev loss still falling: 2.0% over the last quarter")
-    # A cut of the rate that still bought 0.51% over the window is not a plateau.
-    steeper = CUT_RATE_LOSSES[:-1] + [3.93 * (1 - 0.0051)]
-    verdict = assess(steeper, "patience", cut_rates(0.1))
-    assert not verdict.converged
-    assert "0.51% over the last 10 evaluations, with the learning rate at 0.10x" in verdict.reason
-
-
-def test_the_base_run_stopped_by_short_patience_stays_unconverged_at_noam_rates():
-    # noam's rate between steps 6,000 and 8,000 falls as step^-0.5: to 0.87x, not a cut.
-    steps = [200 * (i + 1) for i in range(len(BASE_STOPPED_BY_SHORT_PATIENCE))]
-    rates = [step ** -0.5 for step in steps]
-    verdict = assess(BASE_STOPPED_BY_SHORT_PATIENCE, "patience", rates)
-    assert not verdict.converged
-    assert verdict.window_rate_ratio == pytest.approx((8000 / 6000) ** -0.5)
-
-
-def test_the_rate_at_an_evaluation_is_that_of_the_last_logged_step_before_it():
-    train = {"step": [10, 20, 30, 40], "lr": [1.0, 0.5, 0.25, 0.125]}
-    assert rates_at(train, [10, 25, 40, 100]) == [1.0, 0.5, 0.125, 0.125]
-    assert math.isnan(rates_at(train, [5])[0])
-    assert rates_at({"step": [], "lr": []}, [10]) is None
+def test_assess_run_reads_the_budget_from_the_stored_config():
+    cosine = {"train.lr.schedule": "cosine", "train.steps": 1200}
+    assert convergence.assess_run(FakeRun(cosine, 1200)).status == BUDGET
+    # Stopped before its last step: its schedule had not reached zero.
+    assert convergence.assess_run(FakeRun(cosine, 1100, "patience")).status == IMPROVING
+    cooldown = {"train.lr.schedule": "noam", "train.lr.cooldown": 300, "train.steps": 1200}
+    assert convergence.assess_run(FakeRun(cooldown, 1200)).status == BUDGET
+    assert convergence.assess_run(FakeRun({"train.steps": 1200}, 1200)).status == IMPROVING

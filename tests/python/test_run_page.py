@@ -10,6 +10,7 @@ import sys
 import h5py
 import numpy as np
 import pytest
+import yaml
 
 from conftest import ROOT
 from test_translate_cli import FIXTURE, attnlab_in, make_workdir
@@ -41,6 +42,13 @@ def make_page(work, *extra, data=None):
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
+def config_patience(run_dir):
+    """train.stop.patience of the run's stored config, read with h5py and PyYAML."""
+    with h5py.File(run_dir / "run.h5", "r") as f:
+        config = yaml.safe_load(f.attrs["config_yaml"])
+    return config["train"]["stop"]["patience"]
+
+
 def expected_halvings(eval_steps, losses, min_delta):
     """The evaluations after which the rate halved: every one that is not a gain (shrink_patience
     1), except the last, after which no step ran at the lower rate."""
@@ -61,6 +69,7 @@ def test_the_page_quotes_the_run_log_and_shows_the_files_lines(attnlab, scored):
     assert (scored / "page" / "curve.png").stat().st_size > 0
     with h5py.File(scored / "run" / "run.h5", "r") as f:
         steps, losses = f["eval"]["step"][...], f["eval"]["loss"][...]
+        nll = f["eval"]["nll"][...]
         test = dict(f["eval_test"].attrs)
         summary = dict(f["summary"].attrs)
     # BLEU as `attnlab bleu` scores the hypotheses (a second implementation, C++).
@@ -82,7 +91,8 @@ def test_the_page_quotes_the_run_log_and_shows_the_files_lines(attnlab, scored):
     assert halvings, "no evaluation stalled: the test needs one"
     assert "The rate halved (reduce on plateau) after the evaluations of steps " + ", ".join(
         f"{step:,}" for step in halvings) + "." in page
-    verdict = convergence.assess(list(losses), summary["stop_reason"])
+    verdict = convergence.assess(list(nll), list(steps), summary["stop_reason"],
+                                 patience=config_patience(scored / "run"))
     assert verdict.reason in page
     # Attention concentration as `attnlab eval` measured it on the split.
     assert (f"decoder-encoder attention entropy {test['cross_attention_entropy']:.3f} of uniform"
