@@ -213,12 +213,20 @@ def _markdown_report(sweep, table, out, figure_files, figure_notes, notes=None):
     lines += sweep.notes + ([""] if sweep.notes else [])
     if sweep.manifest is not None and sweep.manifest.seed_decisions:
         rule = sweep.manifest.seeds
+        looks = max(1, int(rule.get("max", 1)) - int(rule.get("min", 1)) + 1)
+        confidence = float(rule.get("confidence", 0.95))
+        until = rule.get("until", "sequential")
+        spent = (f"at {1 - (1 - confidence) / looks:.2%}, alpha {1 - confidence:g} spent evenly "
+                 f"over the {looks} looks" if until == "sequential" else
+                 f"at {confidence:.0%} (`until: resolved`: a test at full alpha at every look, "
+                 "which alone would raise the false-positive rate above alpha)")
         lines += ["## Seeds per row", "",
                   f"Adaptive seeds: {rule.get('min')} to {rule.get('max')} per row; a row gets "
-                  f"another seed while Welch's {rule.get('confidence', 0.95):.0%} interval on its "
-                  "dev-PPL difference from the base row holds 0 and is wider than "
-                  f"{rule.get('effect', 0.02):.1%} of the base mean on each side "
-                  "(core/cluster/adaptive_seeds.h).", ""]
+                  f"another seed while Welch's interval on its dev-PPL difference from the base "
+                  f"row, {spent}, holds 0 and is wider than {float(rule.get('effect', 0.02)):.1%} "
+                  "of the base mean on each side (core/cluster/adaptive_seeds.h). The table's p "
+                  f"are multiplied by the {looks} looks, which keeps alpha however the rows "
+                  "stopped (tests/python/test_adaptive_seeds.py).", ""]
         lines += [f"- {row}: {decision}" for row, decision in sweep.manifest.seed_decisions.items()]
         lines.append("")
     lines += ["## Table (paper Table 3 layout)", "", render.markdown(table),

@@ -67,9 +67,10 @@ def permutation_p(a, b):
     """Exact two-sided permutation test of mean(a) vs mean(b) on the values themselves (no
     normality assumed): the fraction of the C(na + nb, na) splits of the pooled values into
     groups of na and nb whose |mean difference| is at least the observed one
-    (scipy.stats.permutation_test over every split). nan when a side is empty."""
-    a, b, _ = _two_sided(a, b)
-    if a.size == 0 or b.size == 0:
+    (scipy.stats.permutation_test over every split). nan when a side has fewer than two values
+    (scipy's requirement)."""
+    a, b, testable = _two_sided(a, b)
+    if not testable:
         return math.nan
     result = scipy_stats.permutation_test((a, b), _absolute_mean_difference,
                                           permutation_type="independent", vectorized=True,

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from analysis import stats
+from analysis.errors import AnalysisError
 from analysis.convergence import BUDGET, CONVERGED, MEANING, STATUSES
 
 
@@ -145,14 +146,27 @@ def _failure_text(failed, completed):
     return "; ".join(parts)
 
 
-def _compare(record, metric, ours, theirs):
+def looks(sweep):
+    """How many times adaptive seeds looked at a row's results (max - min + 1 rounds; 1 for fixed
+    seeds): the report spends alpha over them (core/cluster/adaptive_seeds.h)."""
+    rule = sweep.manifest.seeds if sweep.manifest is not None else {}
+    try:
+        return max(1, int(rule["max"]) - int(rule["min"]) + 1) if rule else 1
+    except (KeyError, TypeError, ValueError):
+        raise AnalysisError(f"{sweep.directory}/manifest.yaml: seeds {rule!r}: expected integer "
+                            "min and max") from None
+
+
+def _compare(record, metric, ours, theirs, spent_over):
     """Welch's and the exact permutation test of a row's per-seed values against base's; the
-    test that counts is the more conservative (the larger p)."""
+    test that counts is the more conservative (the larger p), times the looks adaptive seeds took
+    (`spent_over`; Bonferroni alpha spending), at most 1."""
     welch = stats.welch_t_test(ours, theirs)[1]
-    permutation = stats.permutation_p(ours, theirs) if ours and theirs else math.nan
+    permutation = stats.permutation_p(ours, theirs)
     record[f"{metric.name}_p_welch"] = welch
     record[f"{metric.name}_p_perm"] = permutation
-    record[f"{metric.name}_p"] = (max(welch, permutation) if np.isfinite(welch) else math.nan)
+    record[f"{metric.name}_p"] = (min(1.0, spent_over * max(welch, permutation))
+                                  if np.isfinite(welch) else math.nan)
     record[f"{metric.name}_test"] = "welch+permutation"
 
 
@@ -244,7 +258,7 @@ def build_table(sweep, multiplicity="holm", margin_pct=2.0, alpha=ALPHA[0]):
                 # Across seeds, BLEU included: a paired bootstrap over sentences measures only
                 # the test set's sampling, and calls two seeds of one configuration different
                 # (analysis/README.md, "Significance").
-                _compare(record, metric, ours, theirs)
+                _compare(record, metric, ours, theirs, looks(sweep))
                 tests_used.add(metric.label)
                 if metric.name == "ppl":
                     _log_ppl_effect(record, ours, theirs, row.paper.get("ppl", math.nan),
@@ -362,6 +376,9 @@ def _seed_counts(records):
 
 def _method_lines(sweep, metrics, tests_used, records, multiplicity, margin_pct, alpha):
     family = stats.MULTIPLICITY[multiplicity]
+    rounds = looks(sweep)
+    spent = (f", times {rounds}: adaptive seeds looked at each row up to {rounds} times, and "
+             f"alpha is spent evenly over the looks (Bonferroni)" if rounds > 1 else "")
     lines = ["Values: mean ± sample std (ddof 1) over the completed seeds of each row; n = seeds; "
              f"Δ = row mean − base mean; {sweep.base_note}."]
     for metric in metrics:
@@ -370,8 +387,8 @@ def _method_lines(sweep, metrics, tests_used, records, multiplicity, margin_pct,
             lines.append(f"{metric.label}: Welch's t-test (scipy, unequal variances, two-sided) "
                          "and an exact permutation test (scipy, every split of the pooled seeds, "
                          "|mean difference|) of the row's seeds against base's; p is the larger "
-                         f"of the two; p adj. is {family}-adjusted over the {tested} comparisons "
-                         f"of {metric.label} in this table (statsmodels).")
+                         f"of the two{spent}; p adj. is {family}-adjusted over the {tested} "
+                         f"comparisons of {metric.label} in this table (statsmodels).")
     pairs = _seed_counts(records)
     if pairs:
         lines.append("Smallest p the exact permutation test can reach: " + "; ".join(

@@ -119,18 +119,24 @@ SeedPlan plan_seeds(const config::Sweep& sweep, const std::map<std::string, doub
       break;
     }
     const double margin = rule.effect * std::fabs(mean(base_values));
+    // Sequential: alpha spent evenly over the max - min + 1 looks (see the header).
+    const double looks = static_cast<double>(rule.max - rule.min + 1);
+    const double confidence = rule.until == config::SeedRule::sequential
+                                  ? 1.0 - (1.0 - rule.confidence) / looks
+                                  : rule.confidence;
     std::vector<const RowRuns*> still_open;
     for (const RowRuns* r : open) {
-      const Interval ci = welch_interval(first(*r, k), base_values, rule.confidence);
+      const Interval ci = welch_interval(first(*r, k), base_values, confidence);
       const std::string interval = format("interval [%+.3g, %+.3g]", ci.low, ci.high);
+      const std::string at_confidence = format(" at %.4g%% confidence", 100.0 * confidence, 0.0);
+      const std::string width = format("+-%.3g (%.3g%% of base)", margin, 100.0 * rule.effect);
       if (ci.low > 0.0 || ci.high < 0.0) {
-        why[r->row] = "resolved, a difference: " + interval + " excludes 0";
+        why[r->row] = "resolved, a difference: " + interval + " excludes 0" + at_confidence;
       } else if (ci.high - ci.low < 2.0 * margin) {
-        why[r->row] = "resolved, no difference of " +
-                      format("%.3g (%.3g%% of base)", margin, 100.0 * rule.effect) + ": " +
-                      interval;
+        why[r->row] = "resolved, narrower than " + width + ": " + interval;
       } else {
-        why[r->row] = "unresolved at " + std::to_string(k) + " seeds: " + interval;
+        why[r->row] =
+            "unresolved at " + std::to_string(k) + " seeds: " + interval + " wider than " + width;
         seeds[r->row] = k + 1;
         still_open.push_back(r);
       }

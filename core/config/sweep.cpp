@@ -112,6 +112,14 @@ int64_t seed_count(const YAML::Node& node, const std::string& file, const std::s
   return value;
 }
 
+}  // namespace
+
+const char* seed_rule_name(SeedRule rule) {
+  return rule == SeedRule::sequential ? "sequential" : "resolved";
+}
+
+namespace {
+
 AdaptiveSeeds parse_adaptive_seeds(const YAML::Node& map, const std::string& file) {
   check_keys(map, file, "sweep.seeds", {"min", "max", "until", "effect", "confidence"});
   AdaptiveSeeds adaptive;
@@ -125,9 +133,16 @@ AdaptiveSeeds parse_adaptive_seeds(const YAML::Node& map, const std::string& fil
                                          ") must be >= sweep.seeds.min (" +
                                          std::to_string(adaptive.min) + ")");
   }
-  if (map["until"] && scalar(map["until"], file, "sweep.seeds.until") != "resolved") {
-    fail(location(file, map["until"]),
-         "sweep.seeds.until: expected resolved, got " + map["until"].Scalar());
+  if (map["until"]) {
+    const std::string until = scalar(map["until"], file, "sweep.seeds.until");
+    if (until == "sequential") {
+      adaptive.until = SeedRule::sequential;
+    } else if (until == "resolved") {
+      adaptive.until = SeedRule::resolved;
+    } else {
+      fail(location(file, map["until"]),
+           "sweep.seeds.until: expected sequential or resolved, got " + map["until"].Scalar());
+    }
   }
   if (map["effect"]) {
     adaptive.effect = yaml_number(map["effect"], file, "sweep.seeds.effect");
@@ -264,7 +279,7 @@ Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section,
   } else if (list) {
     if (!list.IsSequence() || list.size() == 0) {
       fail(location(file, list),
-           "sweep.seeds: expected a list of seeds or {min, max, until: resolved}");
+           "sweep.seeds: expected a list of seeds or {min, max, until: sequential}");
     }
     for (const YAML::Node& seed : list) seeds.push_back(seed);
   }
@@ -416,8 +431,8 @@ std::string manifest_yaml(const Sweep& sweep) {
   out << "]\n";
   if (sweep.adaptive) {
     const AdaptiveSeeds& a = *sweep.adaptive;
-    out << "seeds: {min: " << a.min << ", max: " << a.max
-        << ", until: resolved, effect: " << format_number(a.effect)
+    out << "seeds: {min: " << a.min << ", max: " << a.max << ", until: " << seed_rule_name(a.until)
+        << ", effect: " << format_number(a.effect)
         << ", confidence: " << format_number(a.confidence) << "}\n";
     out << "seed_decisions: {";
     for (size_t i = 0; i < sweep.seed_decisions.size(); ++i) {

@@ -19,15 +19,24 @@ struct PaperValues {
   std::optional<double> params;  // millions
 };
 
-// sweep.seeds as {min, max, until: resolved, effect, confidence}: every row runs seeds 1..min,
-// then a row gets one more seed while its difference from the base row is unresolved (see
-// core/cluster/adaptive_seeds.h), up to max.
+// When a row of adaptive seeds stops (core/cluster/adaptive_seeds.h). `sequential`: its interval
+// at the confidence left after spending alpha evenly over the rounds excludes 0, or is narrower
+// than +-effect; the final test, at the same spent alpha, keeps the sweep's alpha. `resolved`:
+// the interval at the nominal confidence; a test at every round at full alpha, which inflates
+// false positives (kept to reproduce sweeps that were run with it).
+enum class SeedRule { sequential, resolved };
+
+// sweep.seeds as {min, max, until: sequential|resolved, effect, confidence}: every row runs seeds
+// 1..min, then a row gets one more seed until the rule stops it, up to max.
 struct AdaptiveSeeds {
   int64_t min = 2;
   int64_t max = 5;
   double effect = 0.02;      // the smallest difference worth resolving, relative to the base mean
   double confidence = 0.95;  // of the interval on the difference of means
+  SeedRule until = SeedRule::sequential;
 };
+
+const char* seed_rule_name(SeedRule rule);
 
 struct SweepRun {
   std::string id;     // 12 hex digits of run_id(config)

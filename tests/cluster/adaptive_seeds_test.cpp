@@ -20,10 +20,10 @@ TEST(WelchInterval, MatchesScipy) {
 
 // Rows base, "far" (clearly worse), "same" (identical to base up to noise far below the effect)
 // and "noisy" (overlapping, wide), seeds 1..4, min 2.
-config::Sweep three_rows() {
+config::Sweep three_rows(config::SeedRule rule = config::SeedRule::sequential) {
   config::Sweep sweep;
   sweep.name = "s";
-  sweep.adaptive = config::AdaptiveSeeds{2, 4, 0.02, 0.95};
+  sweep.adaptive = config::AdaptiveSeeds{2, 4, 0.02, 0.95, rule};
   for (const char* row : {"base", "far", "same", "noisy"}) {
     for (int seed = 1; seed <= 4; ++seed) {
       config::SweepRun run;
@@ -58,8 +58,8 @@ TEST(PlanSeeds, StartsWithMinSeedsAndWaitsForTheirResults) {
             "2 seeds: waiting until every row has seeds 1-2 (5 run(s) to go)");
 }
 
-TEST(PlanSeeds, ResolvedRowsStopAndUnresolvedOnesGetTheNextSeedWithTheBase) {
-  const config::Sweep sweep = three_rows();
+TEST(PlanSeeds, TheResolvedRuleAlsoStopsARowWhoseIntervalExcludesZero) {
+  const config::Sweep sweep = three_rows(config::SeedRule::resolved);
   std::map<std::string, double> results = {
       {"base.seed1", 100.0}, {"base.seed2", 101.0}, {"far.seed1", 130.0},  {"far.seed2", 131.0},
       {"same.seed1", 100.4}, {"same.seed2", 100.6}, {"noisy.seed1", 90.0}, {"noisy.seed2", 115.0}};
@@ -79,7 +79,8 @@ TEST(PlanSeeds, ResolvedRowsStopAndUnresolvedOnesGetTheNextSeedWithTheBase) {
   results.insert({{"base.seed3", 100.5}, {"same.seed3", 100.5}, {"noisy.seed3", 100.0}});
   plan = plan_seeds(sweep, results);
   d = decisions(plan);
-  EXPECT_EQ(d["same"].rfind("3 seeds: resolved, no difference of", 0), 0u) << d["same"];
+  EXPECT_EQ(d["same"].rfind("3 seeds: resolved, narrower than +-2.01 (2% of base)", 0), 0u)
+      << d["same"];
   EXPECT_EQ(d["noisy"], "4 seeds: unresolved at the maximum of 4 seeds");
   EXPECT_EQ(d["base"], "4 seeds: the base row");
   EXPECT_TRUE(plan.settled);
@@ -87,6 +88,39 @@ TEST(PlanSeeds, ResolvedRowsStopAndUnresolvedOnesGetTheNextSeedWithTheBase) {
   // The declared runs keep the sweep's order.
   EXPECT_EQ(plan.runs.front()->name, "base.seed1");
   EXPECT_EQ(plan.runs.back()->name, "noisy.seed4");
+}
+
+TEST(PlanSeeds, TheSequentialRuleTakesEveryIntervalAtTheAlphaLeftPerLook) {
+  // min 2, max 4: three looks, each at 1 - 0.05 / 3 = 98.33%. far: 104, 105 against base's 100,
+  // 101: difference +4, se = sqrt(0.5/2 + 0.5/2) = 0.707, df 2. At 95% (t = 4.303) the interval
+  // [+0.96, +7.04] excludes 0 (the resolved rule stops here); at 98.33% (scipy: t.ppf(1 - 0.05/6,
+  // 2) = 7.6488) it is [-1.41, +9.41]: another seed.
+  const config::Sweep sweep = three_rows();
+  std::map<std::string, double> results = {
+      {"base.seed1", 100.0}, {"base.seed2", 101.0}, {"far.seed1", 104.0},  {"far.seed2", 105.0},
+      {"same.seed1", 100.4}, {"same.seed2", 100.6}, {"noisy.seed1", 90.0}, {"noisy.seed2", 115.0}};
+  SeedPlan plan = plan_seeds(sweep, results);
+  auto d = decisions(plan);
+  EXPECT_EQ(d["far"].rfind("3 seeds: unresolved at 2 seeds: interval [-1.41, +9.41] wider than "
+                           "+-2.01 (2% of base); waiting",
+                           0),
+            0u)
+      << d["far"];
+  EXPECT_EQ(d["base"], "3 seeds: the base row");
+  config::Sweep resolved = three_rows(config::SeedRule::resolved);
+  EXPECT_EQ(decisions(plan_seeds(resolved, results))["far"],
+            "2 seeds: resolved, a difference: interval [+0.958, +7.04] excludes 0 at 95% "
+            "confidence");
+  // Round 3: far 104, 105, 104.5 against 100, 101, 100.5: se = sqrt(0.25/3 x 2) = 0.408, df 4,
+  // t.ppf(1 - 0.05/6, 4) = 3.9608: [+2.38, +5.62] excludes 0 at the spent confidence.
+  results.insert(
+      {{"base.seed3", 100.5}, {"far.seed3", 104.5}, {"same.seed3", 100.5}, {"noisy.seed3", 100.0}});
+  plan = plan_seeds(sweep, results);
+  d = decisions(plan);
+  EXPECT_EQ(d["far"],
+            "3 seeds: resolved, a difference: interval [+2.38, +5.62] excludes 0 at "
+            "98.33% confidence");
+  EXPECT_EQ(d["noisy"], "4 seeds: unresolved at the maximum of 4 seeds");
 }
 
 TEST(PlanSeeds, TheBaseRowIsTheOneNamedBaseWhereverItStands) {
