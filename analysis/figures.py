@@ -60,8 +60,16 @@ def _band(frame, x_column, y_column):
         grouped[y_column].min().to_numpy(), grouped[y_column].max().to_numpy()
 
 
+def has_blocks(sweep):
+    """Whether the rows form blocks besides the base row's (block_curves draws them)."""
+    return any(row.key != sweep.base and row.group for row in sweep.rows)
+
+
 def learning_curves(sweep, out_dir):
-    """Train loss and dev PPL vs. step and vs. tokens, one line per row, band = seed range."""
+    """Training NLL (log axis) and, when the sweep has no blocks for block_curves to draw, dev
+    PPL, against target tokens seen, one line per row, band = seed range. Steps are not drawn
+    beside tokens (the same curves stretched by the batch size), and a sweep with blocks shows
+    its dev PPL per block only, so no panel repeats another."""
     train = sweep.series("train")
     evaluation = sweep.series("eval")
     completed = set(sweep.runs.loc[sweep.runs["status"] == "completed", "run_id"])
@@ -69,45 +77,88 @@ def learning_curves(sweep, out_dir):
         return [], "learning curves: no run has logged a training or evaluation row yet."
     # NLL, not the training loss: rows with other label smoothing have losses on other scales.
     train_column = "nll" if "nll" in train else "loss"
-    train_label = ("training NLL (nats / target token, without label smoothing)"
-                   if train_column == "nll" else "training loss (nats / target token)")
-    panels = [(train, train_column, train_label, False),
-              (evaluation, "ppl", "dev perplexity (per target token, log scale)", True)]
-    figure, axes = plt.subplots(2, 2, figsize=(12, 8.5))
+    train_label = ("training NLL (nats / target token, without label smoothing; log scale)"
+                   if train_column == "nll" else "training loss (nats / target token; log scale)")
+    panels = [(train, train_column, train_label)]
+    if not has_blocks(sweep):
+        panels.append((evaluation, "ppl", "dev perplexity (per target token, log scale)"))
+    figure, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.8), squeeze=False)
     rows = [r.key for r in sweep.rows]
     colors = dict(zip(rows, _colors(len(rows))))
     styles = dict(zip(rows, _styles(len(rows))))
-    for line, (frame, column, label, log) in enumerate(panels):
-        for col, x_column in enumerate(("step", "tokens")):
-            axis = axes[line][col]
-            if frame.empty or column not in frame or x_column not in frame:
-                axis.text(0.5, 0.5, f"no {column} logged", ha="center", transform=axis.transAxes)
+    for axis, (frame, column, label) in zip(axes[0], panels):
+        if frame.empty or column not in frame or "tokens" not in frame:
+            axis.text(0.5, 0.5, f"no {column} logged", ha="center", transform=axis.transAxes)
+            continue
+        for row in rows:
+            part = frame[frame["row"] == row]
+            if part.empty:
                 continue
-            for row in rows:
-                part = frame[frame["row"] == row]
-                if part.empty:
-                    continue
-                x, mean, low, high = _band(part, x_column, column)
-                seeds = part["run_id"].nunique()
-                partial = "" if set(part["run_id"]) <= completed else ", incomplete"
-                axis.plot(x, mean, styles[row], color=colors[row], lw=1.6,
-                          label=f"{row} (n={seeds}{partial})")
-                if seeds > 1:
-                    axis.fill_between(x, low, high, color=colors[row], alpha=0.2, lw=0)
-            axis.set_xlabel("training step" if x_column == "step"
-                            else "training target tokens seen (summed over ranks)")
-            axis.set_ylabel(label)
-            if log:
-                _log_axis(axis)
-            axis.grid(alpha=0.3)
+            x, mean, low, high = _band(part, "tokens", column)
+            seeds = part["run_id"].nunique()
+            partial = "" if set(part["run_id"]) <= completed else ", incomplete"
+            axis.plot(x, mean, styles[row], color=colors[row], lw=1.6,
+                      label=f"{row} (n={seeds}{partial})")
+            if seeds > 1:
+                axis.fill_between(x, low, high, color=colors[row], alpha=0.2, lw=0)
+        axis.set_xlabel("training target tokens seen (summed over ranks)")
+        axis.set_ylabel(label)
+        _log_axis(axis)
+        axis.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    if not handles:
-        handles, labels = axes[1][0].get_legend_handles_labels()
+    if not handles and len(panels) > 1:
+        handles, labels = axes[0][1].get_legend_handles_labels()
     figure.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5),
                   title="row (seeds; band = min..max)")
     figure.suptitle(f"Sweep {sweep.name}: learning curves (line = mean over seeds)")
     figure.tight_layout()
     return [_save(figure, pathlib.Path(out_dir) / "learning_curves.png")], ""
+
+
+def seed_effects(sweep, out_dir):
+    """Per row, each completed seed's dev PPL as a dot, in % against base's geometric mean (the
+    unit of the table's Δ%), with the paper's effect in the same unit as a marker: the spread of
+    the seeds, the size of the effect and the paper's claim on one axis. Rows that failed to
+    learn are drawn as crosses and named."""
+    index = sweep.runs.set_index("run_id")
+    if "dev_ppl" not in index:
+        return [], "seed effects: no run has a dev PPL."
+    base_values = [float(index.at[r, "dev_ppl"]) for r in sweep.completed(sweep.base)]
+    base_values = [v for v in base_values if np.isfinite(v) and v > 0]
+    if not base_values:
+        return [], "seed effects: the base row has no completed run with a dev PPL."
+    reference = math.exp(np.mean(np.log(base_values)))
+    paper_base = sweep.row(sweep.base).paper.get("ppl", math.nan)
+    figure, axis = plt.subplots(figsize=(max(6.0, 0.55 * len(sweep.rows) + 2), 5.0))
+    labels, paper_drawn, failed_drawn = [], False, False
+    for position, row in enumerate(sweep.rows):
+        labels.append(row.key)
+        failed = sweep.failed(row.key)
+        for run_id in sweep.completed(row.key):
+            value = float(index.at[run_id, "dev_ppl"])
+            if not np.isfinite(value):
+                continue
+            effect = 100.0 * (value / reference - 1.0)
+            if run_id in failed:
+                axis.plot(position, effect, "x", color="tab:red", ms=7,
+                          label="" if failed_drawn else "seed that failed to learn")
+                failed_drawn = True
+            else:
+                axis.plot(position, effect, "o", color="tab:blue", ms=5, alpha=0.8)
+        paper = row.paper.get("ppl", math.nan)
+        if row.key != sweep.base and math.isfinite(paper) and math.isfinite(paper_base):
+            axis.plot(position, 100.0 * (paper / paper_base - 1.0), "D", mfc="none",
+                      color="black", ms=8, label="" if paper_drawn else "paper's effect")
+            paper_drawn = True
+    axis.axhline(0.0, color="grey", lw=1)
+    axis.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=8)
+    axis.set_ylabel(f"dev PPL vs {sweep.base}'s geometric mean ({reference:.2f}), %")
+    axis.grid(alpha=0.3, axis="y")
+    axis.plot([], [], "o", color="tab:blue", label="one seed")
+    axis.legend(fontsize=8)
+    axis.set_title(f"Sweep {sweep.name}: every seed against base, and the paper's effect")
+    figure.tight_layout()
+    return [_save(figure, pathlib.Path(out_dir) / "seed_effects.png")], ""
 
 
 def block_curves(sweep, out_dir):
@@ -164,13 +215,18 @@ def _first_run_with_attention(sweep, row_key):
     return None
 
 
-def draw_head_map(axis, weights):
+def draw_head_map(axis, weights, colorbar=False):
     """One head's attention map (rows queries, columns keys) on its own colour scale, 0 to its
     largest weight: weakly trained heads stay near uniform, which a shared 0..1 scale would
-    paint in one colour. Returns that largest weight."""
+    paint in one colour; with `colorbar`, the scale is drawn beside it. Returns that largest
+    weight."""
     peak = float(weights.max())
-    axis.imshow(weights, vmin=0.0, vmax=peak if peak > 0 else 1.0, cmap="viridis",
-                aspect="auto", interpolation="nearest")
+    image = axis.imshow(weights, vmin=0.0, vmax=peak if peak > 0 else 1.0, cmap="viridis",
+                        aspect="auto", interpolation="nearest")
+    if colorbar:
+        bar = axis.figure.colorbar(image, ax=axis, fraction=0.046, pad=0.02)
+        bar.ax.tick_params(labelsize=6)
+        bar.set_label("attention weight", fontsize=7)
     return peak
 
 
@@ -200,7 +256,7 @@ def attention_maps(sweep, out_dir, rows):
                     if head >= weights.shape[0]:
                         axis.axis("off")
                         continue
-                    peak = draw_head_map(axis, weights[head])
+                    peak = draw_head_map(axis, weights[head], colorbar=True)
                     axis.set_title(f"layer {layer}, head {head} (max {peak:.2f})", fontsize=9)
                     if len(keys) == weights.shape[2] and len(keys) <= 40:
                         axis.set_xticks(range(len(keys)), keys, fontsize=7, rotation=90)
@@ -212,7 +268,7 @@ def attention_maps(sweep, out_dir, rows):
                         axis.set_ylabel("query position (token)")
             figure.suptitle(f"{STACK_TITLES[stack]}, {probe_name}: row {row_key}, "
                             f"seed {sweep.data[run_id].attrs.get('seed')} (each map coloured "
-                            "from 0 to its own maximum, given in its title)")
+                            "from 0 to its own maximum, its colour bar beside it)")
             path = pathlib.Path(out_dir) / f"attention_{_safe(row_key)}_{stack}.png"
             written.append(_save(figure, path))
     note = "" if written or not rows else ("attention heat maps: no completed run of the "
@@ -434,7 +490,7 @@ def logit_variance(sweep, out_dir):
 def all_figures(sweep, out_dir, attention_rows):
     """Every figure; returns (files, notes about skipped figures)."""
     files, notes = [], []
-    for function in (learning_curves, block_curves,
+    for function in (learning_curves, block_curves, seed_effects,
                      lambda s, o: attention_maps(s, o, attention_rows),
                      attention_entropy, diagnostic_entropy, gradient_norms, logit_variance):
         written, note = function(sweep, out_dir)

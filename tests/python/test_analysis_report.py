@@ -225,7 +225,8 @@ def test_markdown_latex_and_csv_agree(report):
 
 
 def test_figures_are_written_and_non_empty(report, sweep_dir):
-    names = ["learning_curves.png", "learning_curves_by_block.png", "attention_entropy.png"] + [
+    names = ["learning_curves.png", "learning_curves_by_block.png", "seed_effects.png",
+             "attention_entropy.png"] + [
         f"attention_{row}_{stack}.png" for row in ("base", "A-h-1")
         for stack in ("encoder_self", "decoder_self", "decoder_cross")]
     assert not (report / "attention_A-h-2_encoder_self.png").exists()  # not asked for
