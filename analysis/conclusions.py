@@ -59,7 +59,7 @@ def _line(record, table):
         tests = (f"Welch {_p(record['ppl_p_welch'])}, permutation {_p(record['ppl_p_perm'])}, "
                  f"{family}-adjusted {_p(record['ppl_p_adj'])}")
     return (f"- **{row}**: {verdict}: dev PPL {record['ppl_delta']:+.2f} ({effect:+.1f}%"
-            f"{interval}) vs base, {record['ppl_n']} seeds; {tests}; {_paper_text(record)}; "
+            f"{interval}) vs base, {record['ppl_n']} seed{'' if record['ppl_n'] == 1 else 's'}; {tests}; {_paper_text(record)}; "
             f"{_runs_text(record)}.")
 
 

@@ -213,7 +213,7 @@ RUN_COLUMNS = [("name", "run"), ("run_id", "id"), ("seed", "seed"), ("status", "
                ("dev_accuracy", "dev acc."), ("dev_bleu", "dev BLEU"), ("test_bleu", "test BLEU"),
                ("dev_cross_attention", "dev cross-attn."),
                ("stop_reason", "stopped by"), ("dev_evaluations", "dev evals"),
-               ("convergence_status", "status"), ("tail_fall_nats", "tail fall (nats)"),
+               ("convergence_status", "convergence"), ("tail_fall_nats", "tail fall (nats)"),
                ("git_commit", "commit"),
                ("train_flops", "FLOPs"), ("train_seconds", "wall s"),
                ("world_size", "ranks"), ("threads", "threads/rank"), ("core_hours", "core-h")]

@@ -92,7 +92,8 @@ def test_the_page_quotes_the_run_log_and_shows_the_files_lines(attnlab, scored):
     assert "The rate halved (reduce on plateau) after the evaluations of steps " + ", ".join(
         f"{step:,}" for step in halvings) + "." in page
     verdict = convergence.assess(list(nll), list(steps), summary["stop_reason"],
-                                 patience=config_patience(scored / "run"))
+                                 patience=config_patience(scored / "run"),
+                                 cross_attention=summary.get("dev_cross_attention_entropy"))
     assert verdict.reason in page
     # Attention concentration as `attnlab eval` measured it on the split.
     assert (f"decoder-encoder attention entropy {test['cross_attention_entropy']:.3f} of uniform"
