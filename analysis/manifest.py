@@ -50,6 +50,7 @@ class Manifest:
     runs: list  # ManifestRun, in the sweep's order
     seeds: dict = dataclasses.field(default_factory=dict)  # adaptive seeds' rule, {} otherwise
     seed_decisions: dict = dataclasses.field(default_factory=dict)  # row -> its seed decision
+    allow_dirty: bool = False  # launched with --allow-dirty (core/cluster/provenance.h)
 
 
 _RUN_KEYS = {"id", "name", "group", "seed", "overrides", "paper"}
@@ -104,7 +105,8 @@ def parse_manifest(text, path="manifest.yaml"):
                     sets=list(top.get("sets") or []), runs=runs,
                     seeds=dict(top.get("seeds") or {}),
                     seed_decisions={str(k): str(v)
-                                    for k, v in (top.get("seed_decisions") or {}).items()})
+                                    for k, v in (top.get("seed_decisions") or {}).items()},
+                    allow_dirty=top.get("allow_dirty") is True)
 
 
 def read_manifest(path):

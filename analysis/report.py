@@ -176,6 +176,23 @@ def _distinct(runs, column):
     return sorted({str(v) for v in runs[column].dropna() if str(v)})
 
 
+def _dirty_text(sweep):
+    """How many completed runs came from a dirty build, with the hashes of their changes, and
+    whether the sweep was launched with --allow-dirty."""
+    dirty = [run_id for row in sweep.rows for run_id in sweep.dirty(row.key)]
+    allowed = (" (the sweep was launched with --allow-dirty)"
+               if sweep.manifest is not None and sweep.manifest.allow_dirty else "")
+    if not dirty:
+        return "none" + allowed
+    runs = sweep.runs.set_index("run_id")
+    hashes = sorted({str(runs.at[r, "git_diff_sha256"])[:12] for r in dirty
+                     if "git_diff_sha256" in runs and isinstance(runs.at[r, "git_diff_sha256"], str)
+                     and runs.at[r, "git_diff_sha256"]})
+    changes = (f"; changes with SHA-256 {', '.join(hashes)}..." if hashes
+               else "; their run files predate the hash of the changes")
+    return f"{len(dirty)} of {len(sweep.runs)}{changes}{allowed}"
+
+
 def _provenance(sweep):
     """Where, when and from which build the runs were made, and what they cost: read from the run
     files' root attributes and summaries, so a committed report carries its own context."""
@@ -187,6 +204,7 @@ def _provenance(sweep):
              f"- runs made on: {', '.join(_distinct(runs, 'host')) or 'unknown'}; "
              f"attnlab commit(s): {', '.join(_distinct(runs, 'git_commit')) or 'unknown'}",
              f"- runs created: {created[0]} to {created[-1]}" if created else "- runs created: unknown",
+             f"- runs built from a working tree with uncommitted changes (§): {_dirty_text(sweep)}",
              f"- training wall time summed over runs: {seconds / 60.0:.1f} min "
              f"({core_hours:.2f} core-hours)",
              f"- report written {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC "

@@ -23,7 +23,7 @@ MANIFEST = "manifest.yaml"
 RUN_FILE = "run.h5"
 # Root attributes copied into the runs frame.
 RUN_ATTRS = ("run_id", "sweep_id", "status", "seed", "world_size", "threads", "host", "created",
-             "git_commit", "schema_version")
+             "git_commit", "git_diff_sha256", "schema_version")
 # Config keys that say where and under which name a run goes, not what it is.
 _PLACEMENT_KEYS = re.compile(r"^(name|seed|log\.dir|cluster\..*)$")
 

@@ -19,6 +19,7 @@
 #include "core/cluster/local_launcher.h"
 #include "core/cluster/plan.h"
 #include "core/cluster/profile.h"
+#include "core/cluster/provenance.h"
 #include "core/cluster/records.h"
 #include "core/cluster/run_length.h"
 #include "core/cluster/sbatch.h"
@@ -26,6 +27,7 @@
 #include "core/config/config.h"
 #include "core/config/sweep.h"
 #include "core/train/run.h"
+#include "core/util/build_info.h"
 #include "core/util/clock.h"
 #include "core/util/files.h"
 
@@ -435,6 +437,9 @@ int run_sweep(const std::vector<std::string>& args) {
       "max-parallel", po::value<int64_t>()->default_value(0),
       "local: at most N runs at once (0: as many as ranks x threads fit the cores)")(
       "oversubscribe", "local: let mpirun start more ranks than there are cores")(
+      "allow-dirty",
+      "launch runs even though this attnlab was built from a working tree with uncommitted "
+      "changes (refused otherwise; recorded in the manifest)")(
       "out", po::value<std::string>(),
       "runs directory; the sweep goes to <out>/<sweep>/ (default: log.dir)");
   po::positional_options_description positional;
@@ -443,7 +448,8 @@ int run_sweep(const std::vector<std::string>& args) {
   if (!parse("sweep",
              "FILE | -c FILE [--grid KEY=V1,V2 ...] [--seeds 1,2] [--name N]  "
              "[--launcher local|slurm] [--profile FILE] [--dry-run] [--retry-failed] "
-             "[--max-parallel N] [--oversubscribe] [--set KEY=VALUE ...] [--out DIR]",
+             "[--max-parallel N] [--oversubscribe] [--allow-dirty] [--set KEY=VALUE ...] "
+             "[--out DIR]",
              args, options, positional, values)) {
     return kExitOk;
   }
@@ -464,10 +470,17 @@ int run_sweep(const std::vector<std::string>& args) {
   }
   if (values["max-parallel"].as<int64_t>() < 0) throw UsageError("--max-parallel must be >= 0");
   const bool dry_run = values.count("dry-run") != 0;
-  const config::Sweep sweep =
+  config::Sweep sweep =
       command_line ? config::expand_command_line(values["config"].as<std::string>(),
                                                  command_line_sweep(values), strings(values, "set"))
                    : config::expand(values["file"].as<std::string>(), strings(values, "set"));
+  sweep.allow_dirty = values.count("allow-dirty") != 0;
+  // A dry run launches nothing, so only a launch needs a build that a commit holds.
+  const std::string refusal = cluster::dirty_build_refusal(git_commit(), sweep.allow_dirty);
+  if (!dry_run && !refusal.empty()) {
+    std::cerr << "attnlab sweep: " << refusal << "\n";
+    return kExitUsage;
+  }
   const std::string runs_dir =
       values.count("out") ? values["out"].as<std::string>() : sweep.runs.front().config.log.dir;
   if (!sweep.adaptive) return launch_sweep(sweep, runs_dir, values);

@@ -130,13 +130,16 @@ SeedPlan plan_seeds(const config::Sweep& sweep, const std::map<std::string, doub
       const std::string interval = format("interval [%+.3g, %+.3g]", ci.low, ci.high);
       const std::string at_confidence = format(" at %.4g%% confidence", 100.0 * confidence, 0.0);
       const std::string width = format("+-%.3g (%.3g%% of base)", margin, 100.0 * rule.effect);
+      std::string& text = why[r->row];
       if (ci.low > 0.0 || ci.high < 0.0) {
-        why[r->row] = "resolved, a difference: " + interval + " excludes 0" + at_confidence;
+        text = "resolved, a difference: ";
+        text.append(interval).append(" excludes 0").append(at_confidence);
       } else if (ci.high - ci.low < 2.0 * margin) {
-        why[r->row] = "resolved, narrower than " + width + ": " + interval;
+        text = "resolved, narrower than ";
+        text.append(width).append(": ").append(interval);
       } else {
-        why[r->row] =
-            "unresolved at " + std::to_string(k) + " seeds: " + interval + " wider than " + width;
+        text = "unresolved at " + std::to_string(k);
+        text.append(" seeds: ").append(interval).append(" wider than ").append(width);
         seeds[r->row] = k + 1;
         still_open.push_back(r);
       }

@@ -429,6 +429,7 @@ std::string manifest_yaml(const Sweep& sweep) {
     out << (i ? ", " : "") << format_string(sweep.sets[i]);
   }
   out << "]\n";
+  if (sweep.allow_dirty) out << "allow_dirty: true\n";
   if (sweep.adaptive) {
     const AdaptiveSeeds& a = *sweep.adaptive;
     out << "seeds: {min: " << a.min << ", max: " << a.max << ", until: " << seed_rule_name(a.until)

@@ -58,6 +58,9 @@ struct Sweep {
   std::optional<AdaptiveSeeds> adaptive;  // seeds given as {min, max, ...}; runs then hold 1..max
   // Adaptive sweeps: each row's seed decision ("3 seeds: resolved, ..."), written to the manifest.
   std::vector<std::pair<std::string, std::string>> seed_decisions;
+  // `attnlab sweep --allow-dirty`: the runs were launched from a build with uncommitted changes
+  // on purpose (core/cluster/provenance.h); written to the manifest only when set.
+  bool allow_dirty = false;
 };
 
 // The most runs one sweep may declare.

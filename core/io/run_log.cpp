@@ -116,6 +116,9 @@ void write_new_run(const std::string& path, const RunInfo& info, const ConfigEnt
   root.set_string("attnlab_version",
                   info.attnlab_version.empty() ? attnlab_version() : info.attnlab_version);
   root.set_string("git_commit", info.git_commit.empty() ? git_commit() : info.git_commit);
+  // The uncommitted changes this build was made with (provenance of a "-dirty" commit); only
+  // for runs this build makes, not for a commit given by the caller.
+  root.set_string("git_diff_sha256", info.git_commit.empty() ? git_diff_sha256() : "");
   root.set_string("created", info.created.empty() ? utc_now() : info.created);
   root.set_string("host", info.host.empty() ? host_name() : info.host);
   root.set_int("world_size", info.world_size);

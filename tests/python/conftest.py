@@ -38,9 +38,34 @@ def attnlab_env(env=None):
     return full_env
 
 
-def run_attnlab(binary, *args, env=None, timeout=600, check=True):
-    """Runs attnlab with one thread per rank and returns the CompletedProcess."""
-    result = subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True,
+_DIRTY = {}
+
+
+def built_dirty(binary):
+    """Whether `binary` was built from a working tree with uncommitted changes (its --version)."""
+    if binary not in _DIRTY:
+        version = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
+                                 timeout=60).stdout
+        _DIRTY[binary] = "-dirty)" in version
+    return _DIRTY[binary]
+
+
+def sweep_args(binary, args):
+    """`attnlab sweep` refuses to launch from a build with uncommitted changes unless
+    --allow-dirty is given (core/cluster/provenance.h); the suite tests sweeps, and the binary
+    under test is often a development build, so its sweeps are launched with the flag then
+    (test_sweep_local.py checks the refusal itself)."""
+    args = [str(a) for a in args]
+    if args[:1] == ["sweep"] and "--allow-dirty" not in args and built_dirty(binary):
+        args.append("--allow-dirty")
+    return args
+
+
+def run_attnlab(binary, *args, env=None, timeout=600, check=True, allow_dirty=True):
+    """Runs attnlab with one thread per rank and returns the CompletedProcess (a sweep from a
+    dirty build with --allow-dirty unless `allow_dirty` is False)."""
+    words = sweep_args(binary, args) if allow_dirty else [str(a) for a in args]
+    result = subprocess.run([str(binary), *words], capture_output=True, text=True,
                             env=attnlab_env(env), timeout=timeout)
     if check and result.returncode != 0:
         raise AssertionError(f"attnlab {' '.join(map(str, args))} exited {result.returncode}:\n"

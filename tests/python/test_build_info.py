@@ -2,6 +2,7 @@
 cmake/git_commit.cmake: checked here on a scratch repository (commit, dirty tree, new commit, no
 repository, unchanged value leaves the header untouched) and on the built program."""
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -26,8 +27,9 @@ def generate(source, output):
     return output.read_text()
 
 
-def define(value):
-    return f'#define ATTNLAB_GIT_COMMIT "{value}"\n'
+def define(value, diff_sha256=""):
+    return (f'#define ATTNLAB_GIT_COMMIT "{value}"\n'
+            f'#define ATTNLAB_GIT_DIFF_SHA256 "{diff_sha256}"\n')
 
 
 def test_the_header_follows_the_tree_and_is_rewritten_only_on_change(tmp_path):
@@ -47,7 +49,13 @@ def test_the_header_follows_the_tree_and_is_rewritten_only_on_change(tmp_path):
     assert header.stat().st_mtime_ns == stamp, "an unchanged commit rewrote the header"
 
     (repo / "a.txt").write_text("two\n")
-    assert generate(repo, header) == define(first + "-dirty")
+    # The changes' hash: SHA-256 of `git diff HEAD --binary`, computed here with hashlib.
+    diff = subprocess.run(["git", "-C", str(repo), "diff", "HEAD", "--binary"], check=True,
+                          capture_output=True).stdout
+    assert generate(repo, header) == define(first + "-dirty", hashlib.sha256(diff).hexdigest())
+    (repo / "a.txt").write_text("three\n")
+    assert define(first + "-dirty", hashlib.sha256(diff).hexdigest()) != generate(repo, header), \
+        "other changes on the same commit gave the same hash"
     (repo / "untracked.txt").write_text("not part of the build\n")
     git(repo, "commit", "-q", "-am", "two")
     second = git(repo, "rev-parse", "--short=12", "HEAD")

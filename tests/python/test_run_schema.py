@@ -22,6 +22,7 @@ SCHEMA_DOC = ROOT / "docs" / "hdf5-schema.md"
 
 ROOT_ATTRIBUTES = {
     "schema": str, "schema_version": np.integer, "attnlab_version": str, "git_commit": str,
+    "git_diff_sha256": str,
     "created": str, "host": str, "world_size": np.integer, "threads": np.integer,
     "seed": np.integer, "run_id": str, "sweep_id": str, "status": str, "config_yaml": str,
     "command_line": str,
@@ -63,6 +64,10 @@ def test_root_attributes_have_their_types(run):
     for name, kind in ROOT_ATTRIBUTES.items():
         assert name in run.attrs, f"root attribute {name} missing"
         assert isinstance(run.attrs[name], kind), f"{name} is {type(run.attrs[name])}"
+    # The changes' hash is there exactly for a build with uncommitted changes.
+    dirty = run.attrs["git_commit"].endswith("-dirty")
+    assert bool(re.fullmatch(r"[0-9a-f]{64}", run.attrs["git_diff_sha256"])) == dirty
+    assert dirty or run.attrs["git_diff_sha256"] == ""
     assert run.attrs["schema"] == "attnlab-run"
     assert run.attrs["schema_version"] == 1
     assert run.attrs["status"] in STATUSES

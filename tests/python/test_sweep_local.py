@@ -13,7 +13,7 @@ import time
 import h5py
 import pytest
 
-from conftest import ROOT, attnlab_env, run_attnlab
+from conftest import ROOT, attnlab_env, built_dirty, run_attnlab, sweep_args
 
 # Whole sweeps and recomputed reports: outside `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -180,7 +180,8 @@ def test_ctrl_c_checkpoints_the_runs_and_a_rerun_resumes_them(attnlab, tmp_path)
     sweep = write_sweep(tmp_path, name="stopped", steps=400, seeds="[1, 2]",
                         extra="  grid: {model.norm: [pre]}\n")
     runs = tmp_path / "runs"
-    command = [str(attnlab), "sweep", str(sweep), "--out", str(runs), "--max-parallel", "1"]
+    command = [str(attnlab), *sweep_args(attnlab, ["sweep", sweep, "--out", runs,
+                                                   "--max-parallel", "1"])]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={"PATH": "/usr/bin:/bin"})
     run_dir = None
@@ -404,7 +405,8 @@ def test_a_live_trainer_is_never_doubled_and_a_killed_one_shows_as_interrupted(a
     sweep = write_sweep(tmp_path, name="locked", steps=3000, seeds="[1]",
                         extra="  grid: {model.norm: [pre]}\n")
     runs = tmp_path / "runs"
-    launcher = subprocess.Popen([str(attnlab), "sweep", str(sweep), "--out", str(runs)],
+    launcher = subprocess.Popen([str(attnlab), *sweep_args(attnlab, ["sweep", sweep, "--out",
+                                                                      runs])],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env={"PATH": "/usr/bin:/bin"}, start_new_session=True)
     deadline = time.monotonic() + 120
@@ -637,3 +639,23 @@ def test_plan_calibrates_a_sweep_whose_runs_shrink_the_rate_on_plateau(attnlab, 
                          tmp_path / "runs", timeout=120)
     assert "calibrating: 3 steps of plateau.seed1" in result.stdout, result.stdout
     assert "core-hours" in result.stdout, result.stdout
+
+
+def test_a_build_with_uncommitted_changes_launches_only_with_allow_dirty(attnlab, tmp_path):
+    """From a dirty build, `sweep` refuses to launch (exit 2, the reason named, nothing written)
+    unless --allow-dirty, which the manifest records; a dry run launches nothing and is allowed.
+    From a clean build the flag changes nothing but the manifest's record."""
+    sweep = write_sweep(tmp_path, name="dirty", steps=8, seeds="[1]")
+    runs = tmp_path / "runs"
+    dry = run_attnlab(attnlab, "sweep", sweep, "--dry-run", "--out", runs, allow_dirty=False)
+    assert "allow_dirty" not in (runs / "dirty" / "manifest.yaml").read_text(), dry.stdout
+    refused = run_attnlab(attnlab, "sweep", sweep, "--out", tmp_path / "refused", check=False,
+                          allow_dirty=False)
+    if built_dirty(attnlab):
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "uncommitted changes" in refused.stderr and "--allow-dirty" in refused.stderr
+        assert not (tmp_path / "refused").exists()
+    else:
+        assert refused.returncode == 0, refused.stdout + refused.stderr
+    allowed = run_attnlab(attnlab, "sweep", sweep, "--out", runs, "--allow-dirty", timeout=300)
+    assert "allow_dirty: true" in (runs / "dirty" / "manifest.yaml").read_text(), allowed.stdout
