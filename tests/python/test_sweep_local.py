@@ -140,19 +140,27 @@ def test_a_sweep_continues_elsewhere_from_its_completed_runs_logs(attnlab, tmp_p
     assert {run_id: (final(moved / "tiny" / run_id), final(moved / "tiny" / run_id, "eval"))
             for run_id in expected} == expected
 
+# A row whose files exist (the sweep checks that before it launches) but are not line-aligned,
+# which only its run finds out.
 FAILING_ROW = """\
   rows:
-    - {name: ok}
+    - {{name: ok}}
     - name: broken
-      set: {data.task: corpus, data.max_length: 60, data.tokenizer.vocab_size: 13,
-            data.train.src: /nonexistent/a, data.train.tgt: /nonexistent/b,
-            data.dev.src: /nonexistent/a, data.dev.tgt: /nonexistent/b,
-            data.test.src: /nonexistent/a, data.test.tgt: /nonexistent/b}
+      set: {{data.task: corpus, data.max_length: 60, data.tokenizer.vocab_size: 13,
+            data.train.src: {a}, data.train.tgt: {b},
+            data.dev.src: {a}, data.dev.tgt: {b},
+            data.test.src: {a}, data.test.tgt: {b}}}
 """
 
 
+def failing_row(directory):
+    (directory / "a.txt").write_text("one line\ntwo lines\n")
+    (directory / "b.txt").write_text("only one line\n")
+    return FAILING_ROW.format(a=directory / "a.txt", b=directory / "b.txt")
+
+
 def test_a_failed_run_is_named_and_waits_for_retry_failed(attnlab, tmp_path):
-    sweep = write_sweep(tmp_path, name="failing", seeds="[1]", extra=FAILING_ROW)
+    sweep = write_sweep(tmp_path, name="failing", seeds="[1]", extra=failing_row(tmp_path))
     runs = tmp_path / "runs"
     first = run_attnlab(attnlab, "sweep", sweep, "--out", runs, timeout=120, check=False)
     assert first.returncode == 1
