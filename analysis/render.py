@@ -210,7 +210,8 @@ def write_csv(table, path):
 
 RUN_COLUMNS = [("name", "run"), ("run_id", "id"), ("seed", "seed"), ("status", "status"),
                ("params", "params"), ("dev_ppl", "dev PPL"),
-               ("dev_accuracy", "dev acc."), ("dev_bleu", "dev BLEU"), ("test_bleu", "test BLEU"),
+               ("dev_accuracy", "dev acc."), ("dev_bleu", "dev BLEU"), ("test_ppl", "test PPL"),
+               ("test_bleu", "test BLEU"),
                ("dev_cross_attention", "dev cross-attn."),
                ("stop_reason", "stopped by"), ("dev_evaluations", "dev evals"),
                ("convergence_status", "convergence"), ("tail_fall_nats", "tail fall (nats)"),
@@ -233,6 +234,7 @@ def runs_markdown(sweep):
                "train_seconds": lambda v: fixed(v, 1), "dev_ppl": lambda v: fixed(v, 3),
                "dev_accuracy": lambda v: fixed(100 * v, 2) + "%" if _finite(v) else "",
                "dev_bleu": lambda v: fixed(v, 2), "test_bleu": lambda v: fixed(v, 2),
+               "test_ppl": lambda v: fixed(v, 3),
                "dev_cross_attention": lambda v: fixed(v, 3),
                "world_size": lambda v: count(v), "threads": lambda v: count(v),
                "dev_evaluations": count,

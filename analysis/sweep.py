@@ -115,8 +115,28 @@ def _run_record(run_id, name, row, group, seed, path):
 # Table metrics of a run: the first /summary attribute present, else the last /eval value.
 DERIVED = {"dev_ppl": (("final_dev_ppl",), "ppl"),
            "dev_accuracy": (("final_dev_accuracy",), "accuracy"),
-           "dev_bleu": (("final_dev_bleu",), "bleu"),
-           "test_bleu": (("final_test_bleu", "test_bleu"), None)}
+           "dev_bleu": (("final_dev_bleu",), "bleu")}
+# Test metrics of a run: its beam-search decoding of the test split (/eval_test, written by
+# `attnlab eval --split test` or by eval.decode_splits), when that scored the parameters of the
+# run's final evaluation.
+TEST_DERIVED = {"test_bleu": "bleu", "test_ppl": "ppl"}
+
+
+def final_decoding(data, split):
+    """The attributes of /eval_<split> when it decoded the parameters the run's final evaluation
+    scored (eval.checkpoint best: /summary best_step; newest: its last step, with the same
+    eval.average_last), else None: a decoding of other parameters is not the run's result."""
+    decoding = getattr(data, "decodings", {}).get(f"eval_{split}")
+    if not decoding or "step" not in decoding:
+        return None
+    best = str(data.config.get("eval.checkpoint", "newest")) == "best"
+    final_step = data.summary.get("best_step" if best else "steps")
+    if final_step is None or int(decoding["step"]) != int(final_step):
+        return None
+    averaged = 0 if best else int(data.config.get("eval.average_last", 0) or 0)
+    if int(decoding.get("average_last", 0) or 0) != averaged:
+        return None
+    return decoding
 
 
 def derived_metrics(data):
@@ -126,6 +146,9 @@ def derived_metrics(data):
         if value is None and column and column in data.eval and len(data.eval):
             value = float(data.eval[column].iloc[-1])
         out[name] = np.nan if value is None else float(value)
+    test = final_decoding(data, "test")
+    for name, key in TEST_DERIVED.items():
+        out[name] = float(test[key]) if test is not None and key in test else np.nan
     flops = data.summary.get("train_flops")
     if flops is None and "flops_per_token" in data.summary:
         tokens = data.summary.get("train_tokens")

@@ -19,7 +19,7 @@ from analysis.convergence import BUDGET, CONVERGED, MEANING, STATUSES
 
 @dataclasses.dataclass
 class Metric:
-    name: str        # CSV prefix: ppl, accuracy_pct, bleu, test_bleu
+    name: str        # CSV prefix: ppl, accuracy_pct, bleu, test_ppl, test_bleu
     run_key: str     # column of Sweep.runs (see sweep.DERIVED)
     label: str       # table header
     scale: float     # raw value x scale = shown value
@@ -32,6 +32,7 @@ METRICS = [
     Metric("ppl", "dev_ppl", "dev PPL", 1.0, 3, "ppl", True),
     Metric("accuracy_pct", "dev_accuracy", "dev acc. (%)", 100.0, 2, "", False),
     Metric("bleu", "dev_bleu", "dev BLEU", 1.0, 2, "bleu", False),
+    Metric("test_ppl", "test_ppl", "test PPL", 1.0, 3, "", True),
     Metric("test_bleu", "test_bleu", "test BLEU", 1.0, 2, "", False),
 ]
 ALPHA = (0.05, 0.01)

@@ -134,6 +134,15 @@ def test_decode_splits_decode_a_completed_run_once_as_eval_does(attnlab, tmp_pat
         del f["eval_test"]
     again = attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "run", *decode)
     assert again.stdout.count("BLEU = ") == 1 and "run test (step 10" in again.stdout
+    # The run's report carries the test decoding's BLEU and PPL in its table.
+    attnlab_in(attnlab, work, "report", "run")
+    table = (run / "report" / "table.csv").read_text().splitlines()
+    header, values = table[0].split(","), table[1].split(",")
+    row = dict(zip(header, values))
+    with h5py.File(run / "run.h5", "r") as f:
+        assert float(row["test_bleu_mean"]) == pytest.approx(f["eval_test"].attrs["bleu"])
+        assert float(row["test_ppl_mean"]) == pytest.approx(f["eval_test"].attrs["ppl"])
+    assert "test BLEU" in (run / "report" / "report.md").read_text()
     bad = attnlab_in(attnlab, work, "train", "-c", "tiny.yaml", "--out", "other",
                      "--set", "eval.decode_splits=[valid]", check=False)
     assert bad.returncode == 2 and "eval.decode_splits" in bad.stderr and "'valid'" in bad.stderr
