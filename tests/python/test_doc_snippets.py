@@ -1,12 +1,13 @@
 """Every command and snippet of docs/*.md and analysis/README.md is checked by a test.
 
-Python snippets run here on committed run files (docs/results/table3-small/runs). Shell lines are
-each checked by what they are: an `attnlab` command and its options exist in docs/cli.md (the
-pages' own dry runs and examples run in test_docs.py), a make target and its variables exist in
-the Makefile, a cluster/local-slurm.sh subcommand exists in the script (the real cluster runs in
-test_slurm_*.py), a fuzz target exists, and the layering grep of design.md finds exactly the files
-its table names. A line of a kind this file does not know fails the test, so a new command in the
-docs comes with its check. The README has its own tour test (test_readme.py).
+Python snippets run here on committed run files (docs/results/table3-small/runs). Shell lines run
+in test_doc_commands.py (or the page says beside them why not); here each is also checked by what
+it is, which covers the ones not run: an `attnlab` command and its options exist in docs/cli.md, a
+make target and its variables exist in the Makefile, a cluster/local-slurm.sh subcommand exists in
+the script (the real cluster runs in test_slurm_*.py), a fuzz target exists, and the layering grep
+of design.md finds exactly the files its table names. A line of a kind this file does not know
+fails the test, so a new command in the docs comes with its check. The README has its own checks
+(test_readme.py).
 """
 
 import re

@@ -76,15 +76,6 @@ def test_config_page_sweep_example_expands(attnlab, tmp_path):
     assert manifest.count("model.heads") == 4, manifest
 
 
-def test_config_page_command_runs(attnlab):
-    page = (DOCS / "config.md").read_text()
-    (command,) = [line for block in code_blocks(page, "sh") for line in block.splitlines()
-                  if line.startswith("./build/attnlab config")]
-    args = command.split()[1:]
-    out = run_attnlab(attnlab, *args, timeout=60).stdout
-    assert "model.heads=8" in out.splitlines(), out
-
-
 # The cluster profile page.
 
 def cluster_page():
@@ -160,25 +151,3 @@ def test_cluster_defaults_are_the_documented_ones(attnlab, tmp_path):
     page = cluster_page()
     assert "| `time` | Slurm time | `01:00:00` |" in page
     assert "| `signal_seconds` | integer >= 0 | `120` |" in page
-
-
-def test_cluster_page_commands_exist_and_the_dry_run_runs(attnlab, tmp_path):
-    lines = [line.split("#")[0].strip() for block in code_blocks(cluster_page(), "sh")
-             for line in block.replace("\\\n", " ").splitlines()]
-    cli = (DOCS / "cli.md").read_text()
-    ran = 0
-    for line in filter(None, lines):
-        words = line.split()
-        if words[0] != "./build/attnlab":
-            assert (ROOT / "cluster" / "local-slurm.sh").is_file(), line
-            continue
-        section = cli.split(f"\n## attnlab {words[1]}\n", 1)[1].split("\n## ", 1)[0]
-        for option in (w for w in words[2:] if w.startswith("--")):
-            assert option in section, f"{line}: {option} is not in attnlab {words[1]} --help"
-        for path in (w for w in words[2:] if w.endswith(".yaml")):
-            assert (ROOT / path).is_file(), line
-        if "--dry-run" in words:
-            out = run_attnlab(attnlab, *words[1:], "--out", tmp_path, timeout=120).stdout
-            assert (tmp_path / "study" / "slurm" / "array-1.sbatch").is_file(), out
-            ran += 1
-    assert ran == 1

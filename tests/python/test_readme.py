@@ -1,14 +1,9 @@
-"""Everything the README tells a reader to type works, and everything it points at exists.
+"""Everything the README points at exists, and what it says matches what the tree does.
 
-The tour is run line by line, in order, in a temporary directory (runs/ and runs-slurm/ are
-redirected there) with the changes a test needs: the training run stops after a few steps, the
-local sweep of experiments/small/study.yaml runs a tiny reverse-task sweep of the same name (the
-study itself is expanded by the tour's own --dry-run line and trained by `make run`), and the Slurm
-submission gets --dry-run (tests/python/test_slurm_sweep.py submits real job arrays to
-cluster/local-slurm.sh). Every line of every shell block must be one this file knows how to check,
-so a new README line without a test fails here. Besides: every `attnlab` command and option the
-README uses is in docs/cli.md, every make target is in the Makefile, every path and link exists,
-`make run` does what the README says, and every measured number is quoted from the page it links."""
+Its commands are run by test_doc_commands.py (the tour, in order, in a scratch checkout). Here:
+every `attnlab` command and option the README uses is in docs/cli.md, every make target is in the
+Makefile, every path and link exists, `make run` does what the README says, the plan line of its
+prose runs, and every measured number is quoted from the page it links."""
 
 import os
 import re
@@ -25,24 +20,6 @@ CLI = ROOT / "docs" / "cli.md"
 MAKEFILE = ROOT / "Makefile"
 STUDY = "experiments/small/study.yaml"
 STUDY_LONG = "experiments/small/study-long.yaml"
-REVERSE = ROOT / "experiments" / "tasks" / "reverse.yaml"
-
-# The reverse task at a size that trains in about a second; for the local sweep of the tour.
-TINY_STUDY = f"""\
-base: {REVERSE}
-name: study
-model: {{encoder_layers: 1, decoder_layers: 1, d_model: 32, d_ff: 64, heads: 4, d_k: 8, d_v: 8}}
-data: {{synthetic: {{train_size: 2000, dev_size: 50}}}}
-train: {{batch_tokens: 400, steps: 12, checkpoint_every: 6}}
-eval: {{every: 6}}
-log: {{every: 2}}
-cluster: {{ranks: 1, threads_per_rank: 1}}
-sweep:
-  rows:
-    - {{name: base, group: base}}
-    - {{name: pre-LN, group: norm, set: {{model.norm: pre}}}}
-"""
-
 
 def readme():
     return README.read_text()
@@ -244,90 +221,6 @@ def test_openblas_kernel_table_matches_env_sh():
     for name in ("SkylakeX", "Zen", "Haswell"):
         assert f"| `{name}` |" in readme()
         assert name in (ROOT / "cluster" / "env.sh").read_text()
-
-
-# The tour, run.
-
-def rewrite_paths(words, tmp_path):
-    """runs/... and runs-slurm/... go to tmp_path; the binary is the one under test."""
-    out = []
-    for word in words:
-        for top in ("runs-slurm", "runs"):
-            if word == top or word.startswith(top + "/"):
-                word = str(tmp_path / word)
-                break
-        out.append(word)
-    return out
-
-
-def run_tour_line(words, attnlab, tmp_path):
-    """Runs or checks one README line; returns what was done (for the failure message)."""
-    line = " ".join(words)
-    if words[0] == "make":
-        target = words[1] if len(words) > 1 else "all"
-        assert target in make_targets(), line
-        return "make target exists"
-    if words[:2] == ["eval", "$(cluster/local-slurm.sh up)"] or \
-            words == ["cluster/local-slurm.sh", "down"]:
-        script = (ROOT / "cluster" / "local-slurm.sh").read_text()
-        assert os.access(ROOT / "cluster" / "local-slurm.sh", os.X_OK)
-        assert "  up)" in script and "  down)" in script
-        assert "local-slurm.sh" in (ROOT / "tests/python/test_slurm_sweep.py").read_text()
-        return "checked; run by test_slurm_sweep.py"
-    if words[:2] == ["bash", "cluster/env.sh"] or words[:2] == ["source", "cluster/env.sh"]:
-        probe = subprocess.run(["bash", "-c", f"{line} >/dev/null; echo \"$OPENBLAS_CORETYPE\""],
-                               cwd=ROOT, capture_output=True, text=True, timeout=30)
-        assert probe.returncode == 0, probe.stderr
-        return "ran"
-    assert words[0] == "./build/attnlab", f"the README line `{line}` is not covered by this test"
-    command = words[1]
-    args = rewrite_paths(words[2:], tmp_path)
-    if command == "data":
-        # Needs the SWORD modules and minutes; make run does it, test_bible_data.py tests it.
-        assert args == ["bible", "--out", "data/bible"], line
-        return "covered by make run and test_bible_data.py"
-    if command == "train":
-        out = run_attnlab(attnlab, "train", *args, "--set", "train.steps=20", "--set",
-                          "eval.every=20", "--set", "log.every=10", timeout=120).stdout
-        assert "completed" in out, out
-        return "ran for 20 steps"
-    if command == "sweep" and "--dry-run" not in args and "--launcher" in args and \
-            args[args.index("--launcher") + 1] == "local":
-        assert args[0] == STUDY, line
-        tiny = tmp_path / "tiny-study.yaml"
-        tiny.write_text(TINY_STUDY)
-        out = run_attnlab(attnlab, "sweep", tiny, *args[1:], timeout=180).stdout
-        assert "launching 2 run(s)" in out, out
-        return "ran on a tiny reverse-task sweep named study"
-    if command == "sweep" and "slurm" in args and "--dry-run" not in args:
-        out = run_attnlab(attnlab, "sweep", *args, "--dry-run", timeout=120).stdout
-        sweep_dir = tmp_path / "runs-slurm" / "study"
-        script = (sweep_dir / "slurm" / "array-1.sbatch").read_text()
-        assert "#SBATCH --partition=attnlab" in script, script
-        assert "would launch" in out, out
-        return "ran with --dry-run; test_slurm_sweep.py submits"
-    result = run_attnlab(attnlab, command, *args, timeout=120)
-    return result.stdout
-
-
-@pytest.mark.slow
-def test_the_tour_runs(attnlab, tmp_path):
-    blocks = shell_blocks(readme())
-    assert len(blocks) >= 4
-    done = []
-    for block in blocks:
-        for words in command_lines(block):
-            done.append((" ".join(words), run_tour_line(words, attnlab, tmp_path)))
-    outputs = dict(done)
-    # What the tour says each command shows.
-    assert "completed" in outputs["./build/attnlab inspect runs/reverse"]
-    config_line = [k for k in outputs if k.startswith("./build/attnlab config")][0]
-    assert "norm: pre" in outputs[config_line]
-    params_line = [k for k in outputs if k.startswith("./build/attnlab params")][0]
-    assert "pre-LN.seed1" in outputs[params_line]
-    assert "completed" in outputs["./build/attnlab status runs/study"]
-    assert (tmp_path / "runs" / "study" / "report" / "report.md").is_file()
-    assert "has no Slurm submissions" in outputs["./build/attnlab cancel runs-slurm/study"]
 
 
 def test_config_keys_named_in_the_readme_exist():

@@ -1,0 +1,234 @@
+"""Every command of the `sh` blocks of README.md, docs/*.md and analysis/README.md runs, or the
+page says beside it why it does not.
+
+A page's commands run in order (a later one reads what an earlier one wrote), each as written by
+bash, in a scratch checkout: the tree's directories linked in read-only, ./build/attnlab the binary
+under test, data/bible a copy of the committed Bible slice (tests/fixtures/bible), and runs/ and
+runs-slurm/ empty. Each must exit 0, print the line EXPECTED gives for it and write the files
+WRITES lists for it. A command that would
+take minutes or needs what a test machine lacks runs in the form SUBSTITUTIONS gives, with the
+reason there. A command that cannot run at all is marked on its page, with the reason:
+`# not run: REASON` at the end of its line, or `<!-- not run: REASON -->` on the line before its
+block for the whole block. A command neither run nor marked fails here, and so does an entry of
+either table that no page has any more, so the tables follow the pages.
+"""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import ROOT, attnlab_env
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+         ROOT / "analysis" / "README.md"]
+FIXTURE_BIBLE = ROOT / "tests" / "fixtures" / "bible"
+REVERSE = ROOT / "experiments" / "tasks" / "reverse.yaml"
+# What the scratch checkout links in from the tree (nothing writes there).
+LINKED = ("analysis", "bench", "cluster", "core", "docs", "experiments", "tests", "tools")
+
+# The reverse task at a size that trains in about a second, named like the README's study: the
+# README's local sweep trains this (the study itself is expanded by the --dry-run line before it).
+TINY_STUDY = f"""\
+base: {REVERSE}
+name: study
+model: {{encoder_layers: 1, decoder_layers: 1, d_model: 32, d_ff: 64, heads: 4, d_k: 8, d_v: 8}}
+data: {{synthetic: {{train_size: 2000, dev_size: 50}}}}
+train: {{batch_tokens: 400, steps: 12, checkpoint_every: 6}}
+eval: {{every: 6}}
+log: {{every: 2}}
+cluster: {{ranks: 1, threads_per_rank: 1}}
+sweep:
+  rows:
+    - {{name: base, group: base}}
+    - {{name: pre-LN, group: norm, set: {{model.norm: pre}}}}
+"""
+TINY_STUDY_PATH = "tiny/study.yaml"
+
+TRAIN_REVERSE = "./build/attnlab train -c experiments/tasks/reverse.yaml --out runs/reverse"
+LOCAL_STUDY = "./build/attnlab sweep experiments/small/study.yaml --launcher local --out runs"
+LAYERING_GREP = ("grep -rn --include='*.cpp' --include='*.h' '#include <\\(cblas\\|oneapi/dnnl"
+                 "\\|mpi\\|hdf5\\|yaml-cpp\\|boost\\|sentencepiece\\|unicode/\\)' core tests bench")
+SLURM_STUDY = ("./build/attnlab sweep experiments/small/study.yaml --launcher slurm "
+               "--profile cluster/profiles/local.yaml")
+
+# (page, command as written) -> (command run, why). Only where the command as written would take
+# minutes or needs a Slurm cluster.
+SUBSTITUTIONS = {
+    ("README.md", TRAIN_REVERSE): (
+        f"{TRAIN_REVERSE} --set train.steps=20 --set eval.every=20 --set log.every=10",
+        "the full run trains for minutes: 20 steps"),
+    ("README.md", LOCAL_STUDY): (
+        f"./build/attnlab sweep {TINY_STUDY_PATH} --launcher local --out runs",
+        "the study trains for hours: TINY_STUDY, two reverse-task runs of the same name"),
+    ("README.md", f"{SLURM_STUDY} --out runs-slurm"): (
+        f"{SLURM_STUDY} --out runs-slurm --dry-run",
+        "submitting needs Slurm: test_slurm_sweep.py submits to cluster/local-slurm.sh"),
+    ("cluster.md", SLURM_STUDY): (
+        f"{SLURM_STUDY} --dry-run",
+        "submitting needs Slurm: test_slurm_sweep.py submits to cluster/local-slurm.sh"),
+    ("cluster.md", "./build/attnlab sweep SWEEP --launcher slurm "
+                   "--profile cluster/profiles/local-2nodes.yaml"): (
+        "./build/attnlab sweep experiments/small/study.yaml --launcher slurm "
+        "--profile cluster/profiles/local-2nodes.yaml --dry-run",
+        "SWEEP stands for any sweep file; submitting needs the two-node Slurm: "
+        "test_slurm_multinode.py submits with this profile"),
+}
+
+# (page, command as written) -> a regular expression its output (stdout and stderr) matches.
+EXPECTED = {
+    # README.md: the tour.
+    ("README.md", TRAIN_REVERSE): r"completed",
+    ("README.md", "./build/attnlab inspect runs/reverse"): r"status\s+completed",
+    ("README.md", "./build/attnlab inspect runs/reverse --csv eval"): r"^step,",
+    ("README.md", "./build/attnlab config -c experiments/small/tiny.yaml --set model.norm=pre"):
+        r"^  norm: pre\b",
+    ("README.md", "./build/attnlab params -c experiments/small/study.yaml"): r"pre-LN\.seed1",
+    ("README.md", "./build/attnlab data bible --out data/bible"):
+        r"data/bible: up to date \(DATA_CARD\.md checksums match\)",
+    ("README.md", f"{LOCAL_STUDY} --dry-run"): r"would launch 5 run\(s\) with the local launcher",
+    ("README.md", LOCAL_STUDY): r"launching 2 run\(s\)",
+    ("README.md", "./build/attnlab status runs/study"): r"2 runs: 2 completed",
+    ("README.md", "./build/attnlab report runs/study"): r"^report written to runs/study/report$",
+    ("README.md", f"{SLURM_STUDY} --out runs-slurm"):
+        r"wrote \S*runs-slurm/study/slurm/array-1\.sbatch \(5 array tasks",
+    ("README.md", "./build/attnlab status runs-slurm/study"): r"5 runs: 5 not started",
+    ("README.md", "./build/attnlab cancel runs-slurm/study"): r"has no Slurm submissions",
+    ("README.md", "bash cluster/env.sh"): r"\A(SkylakeX|Zen|Haswell|)\n?\Z",
+    ("README.md", "source cluster/env.sh"): r"\A\Z",
+    # docs/cluster.md
+    ("cluster.md", f"{SLURM_STUDY} --dry-run"):
+        r"wrote \S*runs/study/slurm/array-1\.sbatch \(5 array tasks",
+    ("cluster.md", SLURM_STUDY): r"wrote \S*runs/study/slurm/array-1\.sbatch \(5 array tasks",
+    ("cluster.md", "./build/attnlab status runs/study"): r"5 runs: 5 not started",
+    ("cluster.md", "./build/attnlab cancel runs/study"): r"has no Slurm submissions",
+    ("cluster.md", "./build/attnlab sweep SWEEP --launcher slurm "
+                   "--profile cluster/profiles/local-2nodes.yaml"):
+        r"profile cluster/profiles/local-2nodes\.yaml",
+    # docs/config.md
+    ("config.md", "./build/attnlab config -c experiments/small/tiny.yaml --set model.heads=8 "
+                  "--flat"): r"^model\.heads=8$",
+    # docs/design.md: the layering grep (test_doc_snippets.py checks what it finds).
+    ("design.md", LAYERING_GREP): r"^core/\S+:\d+:#include <",
+}
+
+# (page, command as written) -> the files (in the scratch checkout) its comment on the page says
+# it writes.
+WRITES = {
+    ("README.md", "./build/attnlab report runs/study"):
+        ["runs/study/report/report.md", "runs/study/report/report.html"],
+    ("cluster.md", f"{SLURM_STUDY} --dry-run"): ["runs/study/slurm/array-1.sbatch"],
+}
+
+MARK = re.compile(r"\(?not run: (\S.*?)\)?\s*(?:-->)?$")
+
+
+def split_comment(line):
+    """(code, comment) of a shell line: the comment starts at a # outside quotes, at the start
+    of the line or after a blank."""
+    quote, escaped = None, False
+    for i, char in enumerate(line):
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip(), line[i + 1:].strip()
+    return line.rstrip(), ""
+
+
+def page_commands(page):
+    """(command, reason it is not run or None) of the page's sh blocks, in order: continuation
+    lines joined, blanks collapsed, comment-only lines dropped."""
+    text = page.read_text(encoding="utf-8")
+    commands = []
+    for match in re.finditer(r"^( *)```sh\n(.*?)^\1```", text, flags=re.S | re.M):
+        before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1].strip()
+        block_mark = MARK.search(before) if before.startswith("<!--") else None
+        pending, comments, block = "", [], []
+        for raw in match.group(2).splitlines():
+            code, comment = split_comment(raw.strip())
+            if not code and not pending:
+                # A comment line goes on with the comment of the command above it.
+                mark = MARK.search(comment)
+                if mark and block:
+                    block[-1] = (block[-1][0], mark.group(1))
+                continue
+            comments.append(comment)
+            if code.endswith("\\"):
+                pending += code[:-1] + " "
+                continue
+            command, pending = " ".join((pending + code).split()), ""
+            line_marks = [m.group(1) for m in map(MARK.search, comments) if m]
+            comments = []
+            reason = line_marks[0] if line_marks else block_mark and block_mark.group(1)
+            block.append((command, reason))
+        commands += block
+        assert not pending, f"{page.name}: a block ends in a continuation line"
+    return commands
+
+
+def pages_with_commands():
+    return [page for page in PAGES if page_commands(page)]
+
+
+def make_checkout(where, attnlab):
+    """The scratch checkout the commands run in (see the module's docstring)."""
+    for name in LINKED:
+        (where / name).symlink_to(ROOT / name)
+    (where / "build").mkdir()
+    (where / "build" / "attnlab").symlink_to(attnlab)
+    shutil.copytree(FIXTURE_BIBLE, where / "data" / "bible")
+    (where / "tiny").mkdir()
+    (where / TINY_STUDY_PATH).write_text(TINY_STUDY)
+    return where
+
+
+def test_the_tables_name_only_commands_the_pages_have():
+    commands = {(page.name, command) for page in PAGES for command, _ in page_commands(page)}
+    for table in (SUBSTITUTIONS, EXPECTED, WRITES):
+        stale = set(table) - commands
+        assert not stale, f"no page has these commands any more: {sorted(stale)}"
+    marked = {(page.name, command) for page in PAGES for command, reason in page_commands(page)
+              if reason}
+    both = marked & set(EXPECTED)
+    assert not both, f"marked not run on the page but run here: {sorted(both)}"
+
+
+def test_the_comment_splitter_and_marks():
+    assert split_comment("eval \"$(x up)\"  # a # b") == ('eval "$(x up)"', "a # b")
+    assert split_comment("grep '#include <a\\|b>' core") == ("grep '#include <a\\|b>' core", "")
+    assert split_comment("echo a\\#b") == ("echo a\\#b", "")
+    assert MARK.search("<!-- not run: needs Slurm -->").group(1) == "needs Slurm"
+    assert MARK.search("the kernel; not run: needs Slurm").group(1) == "needs Slurm"
+    assert MARK.search("(not run: needs Slurm)").group(1) == "needs Slurm"
+    assert not MARK.search("runs are not run twice")
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, marks=[pytest.mark.slow]
+                                               if p.name == "README.md" else [], id=p.name)
+                                  for p in pages_with_commands()])
+def test_every_command_runs_or_is_marked(page, attnlab, tmp_path):
+    commands = [command for command, reason in page_commands(page) if not reason]
+    unchecked = [command for command in commands if (page.name, command) not in EXPECTED]
+    assert not unchecked, (
+        f"{page.name}: neither run by this test (give the line each prints in EXPECTED) nor "
+        f"marked `# not run: REASON` on the page: {unchecked}")
+    checkout = make_checkout(tmp_path, attnlab)
+    for command in commands:
+        key = (page.name, command)
+        ran, why = SUBSTITUTIONS.get(key, (command, "as written"))
+        result = subprocess.run(["bash", "-c", ran], cwd=checkout, capture_output=True, text=True,
+                                env=attnlab_env(), timeout=300)
+        output = result.stdout + result.stderr
+        what = f"{page.name}: `{ran}` ({why})"
+        assert result.returncode == 0, f"{what} exited {result.returncode}:\n{output}"
+        assert re.search(EXPECTED[key], output, re.M), \
+            f"{what} does not print /{EXPECTED[key]}/:\n{output}"
+        for path in WRITES.get(key, []):
+            assert (checkout / path).is_file(), f"{what} did not write {path}"
