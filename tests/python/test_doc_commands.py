@@ -65,10 +65,10 @@ SUBSTITUTIONS = {
     ("README.md", f"{SLURM_STUDY} --out runs-slurm"): (
         f"{SLURM_STUDY} --out runs-slurm --dry-run",
         "submitting needs Slurm: test_slurm_sweep.py submits to cluster/local-slurm.sh"),
-    ("cluster.md", SLURM_STUDY): (
+    ("docs/cluster.md", SLURM_STUDY): (
         f"{SLURM_STUDY} --dry-run",
         "submitting needs Slurm: test_slurm_sweep.py submits to cluster/local-slurm.sh"),
-    ("cluster.md", "./build/attnlab sweep SWEEP --launcher slurm "
+    ("docs/cluster.md", "./build/attnlab sweep SWEEP --launcher slurm "
                    "--profile cluster/profiles/local-2nodes.yaml"): (
         "./build/attnlab sweep experiments/small/study.yaml --launcher slurm "
         "--profile cluster/profiles/local-2nodes.yaml --dry-run",
@@ -98,19 +98,19 @@ EXPECTED = {
     ("README.md", "bash cluster/env.sh"): r"\A(SkylakeX|Zen|Haswell|)\n?\Z",
     ("README.md", "source cluster/env.sh"): r"\A\Z",
     # docs/cluster.md
-    ("cluster.md", f"{SLURM_STUDY} --dry-run"):
+    ("docs/cluster.md", f"{SLURM_STUDY} --dry-run"):
         r"wrote \S*runs/study/slurm/array-1\.sbatch \(5 array tasks",
-    ("cluster.md", SLURM_STUDY): r"wrote \S*runs/study/slurm/array-1\.sbatch \(5 array tasks",
-    ("cluster.md", "./build/attnlab status runs/study"): r"5 runs: 5 not started",
-    ("cluster.md", "./build/attnlab cancel runs/study"): r"has no Slurm submissions",
-    ("cluster.md", "./build/attnlab sweep SWEEP --launcher slurm "
+    ("docs/cluster.md", SLURM_STUDY): r"wrote \S*runs/study/slurm/array-1\.sbatch \(5 array tasks",
+    ("docs/cluster.md", "./build/attnlab status runs/study"): r"5 runs: 5 not started",
+    ("docs/cluster.md", "./build/attnlab cancel runs/study"): r"has no Slurm submissions",
+    ("docs/cluster.md", "./build/attnlab sweep SWEEP --launcher slurm "
                    "--profile cluster/profiles/local-2nodes.yaml"):
         r"profile cluster/profiles/local-2nodes\.yaml",
     # docs/config.md
-    ("config.md", "./build/attnlab config -c experiments/small/tiny.yaml --set model.heads=8 "
+    ("docs/config.md", "./build/attnlab config -c experiments/small/tiny.yaml --set model.heads=8 "
                   "--flat"): r"^model\.heads=8$",
     # docs/design.md: the layering grep (test_doc_snippets.py checks what it finds).
-    ("design.md", LAYERING_GREP): r"^core/\S+:\d+:#include <",
+    ("docs/design.md", LAYERING_GREP): r"^core/\S+:\d+:#include <",
 }
 
 # (page, command as written) -> the files (in the scratch checkout) its comment on the page says
@@ -118,7 +118,7 @@ EXPECTED = {
 WRITES = {
     ("README.md", "./build/attnlab report runs/study"):
         ["runs/study/report/report.md", "runs/study/report/report.html"],
-    ("cluster.md", f"{SLURM_STUDY} --dry-run"): ["runs/study/slurm/array-1.sbatch"],
+    ("docs/cluster.md", f"{SLURM_STUDY} --dry-run"): ["runs/study/slurm/array-1.sbatch"],
 }
 
 MARK = re.compile(r"\(?not run: (\S.*?)\)?\s*(?:-->)?$")
@@ -169,8 +169,12 @@ def page_commands(page):
             reason = line_marks[0] if line_marks else block_mark and block_mark.group(1)
             block.append((command, reason))
         commands += block
-        assert not pending, f"{page.name}: a block ends in a continuation line"
+        assert not pending, f"{page_name(page)}: a block ends in a continuation line"
     return commands
+
+
+def page_name(page):
+    return str(page.relative_to(ROOT))
 
 
 def pages_with_commands():
@@ -190,14 +194,37 @@ def make_checkout(where, attnlab):
 
 
 def test_the_tables_name_only_commands_the_pages_have():
-    commands = {(page.name, command) for page in PAGES for command, _ in page_commands(page)}
+    commands = {(page_name(page), command): reason
+                for page in PAGES for command, reason in page_commands(page)}
     for table in (SUBSTITUTIONS, EXPECTED, WRITES):
-        stale = set(table) - commands
+        stale = set(table) - set(commands)
         assert not stale, f"no page has these commands any more: {sorted(stale)}"
-    marked = {(page.name, command) for page in PAGES for command, reason in page_commands(page)
-              if reason}
-    both = marked & set(EXPECTED)
-    assert not both, f"marked not run on the page but run here: {sorted(both)}"
+    both = [key for key in EXPECTED if commands[key]]
+    assert not both, f"marked not run on the page but given a line to print here: {both}"
+
+
+# The start of a line a reader would copy into a shell.
+COMMAND_START = re.compile(r"^(\./build/attnlab|attnlab|make|/usr/bin/python3|python3|bash|source|"
+                           r"eval|grep|cluster/[\w.-]+\.sh)( |$)")
+# What makes a line a synopsis: a placeholder (RUN_DIR, <sweep>), an optional part or "...".
+PLACEHOLDER = re.compile(r"\b[A-Z][A-Z_]+\b|<[a-z]+>|\[|\.\.\.")
+
+
+def test_commands_outside_sh_blocks_are_synopses():
+    """A full command in a block without a language would escape the runs above: there, only
+    usage synopses with placeholders (analysis/README.md's) are allowed."""
+    full = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for _, language, body in re.findall(r"^( *)```(\w*)\n(.*?)^\1```", text,
+                                            flags=re.S | re.M):
+            for line in body.splitlines() if not language else []:
+                code = split_comment(line.strip())[0]
+                if COMMAND_START.match(code) and not PLACEHOLDER.search(code):
+                    full.append(f"{page_name(page)}: {code}")
+    assert not full, f"commands outside sh blocks (put them in one): {full}"
+    assert PLACEHOLDER.search("python3 -m analysis.runpage RUN_DIR --out PAGE.md")
+    assert not PLACEHOLDER.search("python3 -m analysis.rate_cuts docs/results/study/runs")
 
 
 def test_the_comment_splitter_and_marks():
@@ -211,22 +238,22 @@ def test_the_comment_splitter_and_marks():
 
 
 @pytest.mark.parametrize("page", [pytest.param(p, marks=[pytest.mark.slow]
-                                               if p.name == "README.md" else [], id=p.name)
+                                               if p == ROOT / "README.md" else [], id=page_name(p))
                                   for p in pages_with_commands()])
 def test_every_command_runs_or_is_marked(page, attnlab, tmp_path):
     commands = [command for command, reason in page_commands(page) if not reason]
-    unchecked = [command for command in commands if (page.name, command) not in EXPECTED]
+    unchecked = [command for command in commands if (page_name(page), command) not in EXPECTED]
     assert not unchecked, (
-        f"{page.name}: neither run by this test (give the line each prints in EXPECTED) nor "
+        f"{page_name(page)}: neither run by this test (give the line each prints in EXPECTED) nor "
         f"marked `# not run: REASON` on the page: {unchecked}")
     checkout = make_checkout(tmp_path, attnlab)
     for command in commands:
-        key = (page.name, command)
+        key = (page_name(page), command)
         ran, why = SUBSTITUTIONS.get(key, (command, "as written"))
         result = subprocess.run(["bash", "-c", ran], cwd=checkout, capture_output=True, text=True,
                                 env=attnlab_env(), timeout=300)
         output = result.stdout + result.stderr
-        what = f"{page.name}: `{ran}` ({why})"
+        what = f"{page_name(page)}: `{ran}` ({why})"
         assert result.returncode == 0, f"{what} exited {result.returncode}:\n{output}"
         assert re.search(EXPECTED[key], output, re.M), \
             f"{what} does not print /{EXPECTED[key]}/:\n{output}"
