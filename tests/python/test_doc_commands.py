@@ -3,14 +3,14 @@ page says beside it why it does not.
 
 A page's commands run in order (a later one reads what an earlier one wrote), each as written by
 bash, in a scratch checkout: the tree's directories linked in read-only, ./build/attnlab the binary
-under test, data/bible a copy of the committed Bible slice (tests/fixtures/bible), and runs/ and
-runs-slurm/ empty. Each must exit 0, print the line EXPECTED gives for it and write the files
-WRITES lists for it. A command that would
+under test, data/bible a copy of the committed Bible slice (tests/fixtures/bible), the systems
+docs/metrics.md scores (SYSTEMS), and runs/ and runs-slurm/ otherwise empty. Each must exit 0,
+print the line EXPECTED gives for it and write the files WRITES lists for it. A command that would
 take minutes or needs what a test machine lacks runs in the form SUBSTITUTIONS gives, with the
-reason there. A command that cannot run at all is marked on its page, with the reason:
-`# not run: REASON` at the end of its line, or `<!-- not run: REASON -->` on the line before its
-block for the whole block. A command neither run nor marked fails here, and so does an entry of
-either table that no page has any more, so the tables follow the pages.
+reason there. A command that cannot run at all is marked on its page, with the reason: `# not run:
+REASON` at the end of its line, or `<!-- not run: REASON -->` on the line before its block for the
+whole block. A command neither run nor marked fails here, and so does an entry of any table that
+no page has any more, so the tables follow the pages.
 """
 
 import re
@@ -45,6 +45,12 @@ sweep:
     - {{name: pre-LN, group: norm, set: {{model.norm: pre}}}}
 """
 TINY_STUDY_PATH = "tiny/study.yaml"
+
+# The files docs/metrics.md's `attnlab bleu` lines score: the reference is the Bible slice's test
+# set, each system that reference with every n-th word dropped (n given), so that the systems
+# differ from the reference and from each other by known amounts.
+SYSTEMS = {"ref.txt": None, "hyp.txt": 4, "base.txt": 3, "sys1.txt": 5, "sys2.txt": 2,
+           "runs/base/hyp.test.txt": 3, "runs/h16/hyp.test.txt": 5}
 
 TRAIN_REVERSE = "./build/attnlab train -c experiments/tasks/reverse.yaml --out runs/reverse"
 LOCAL_STUDY = "./build/attnlab sweep experiments/small/study.yaml --launcher local --out runs"
@@ -109,6 +115,18 @@ EXPECTED = {
     # docs/config.md
     ("docs/config.md", "./build/attnlab config -c experiments/small/tiny.yaml --set model.heads=8 "
                   "--flat"): r"^model\.heads=8$",
+    # docs/metrics.md
+    ("docs/metrics.md", "./build/attnlab bleu ref.txt hyp.txt"): r"^BLEU = \d+\.\d+ ",
+    ("docs/metrics.md", "./build/attnlab bleu ref.txt hyp.txt --metrics bleu,chrf,chrf++ --json"):
+        r'"name": "chrF2\+\+", "score": \d',
+    ("docs/metrics.md", "./build/attnlab bleu ref.txt base.txt sys1.txt sys2.txt --paired-bs"):
+        r"^sys2\.txt +\S+ \(.*\(p = ",
+    ("docs/metrics.md", "./build/attnlab bleu ref.txt base.txt sys1.txt --metrics bleu,chrf "
+                        "--paired-ar"):
+        r"^Paired approximate randomization test with 10000 trials$",
+    ("docs/metrics.md", "./build/attnlab bleu data/bible/test.es runs/base/hyp.test.txt "
+                        "runs/h16/hyp.test.txt --metrics bleu,chrf --paired-bs"):
+        r"^runs/h16/hyp\.test\.txt +\S+ \(.*\(p = ",
     # docs/design.md: the layering grep (test_doc_snippets.py checks what it finds).
     ("docs/design.md", LAYERING_GREP): r"^core/\S+:\d+:#include <",
 }
@@ -190,6 +208,12 @@ def make_checkout(where, attnlab):
     shutil.copytree(FIXTURE_BIBLE, where / "data" / "bible")
     (where / "tiny").mkdir()
     (where / TINY_STUDY_PATH).write_text(TINY_STUDY)
+    reference = (FIXTURE_BIBLE / "test.es").read_text(encoding="utf-8").splitlines()
+    for name, every in SYSTEMS.items():
+        lines = [" ".join(word for i, word in enumerate(line.split(), 1) if not every or i % every)
+                 for line in reference]
+        (where / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return where
 
 
