@@ -204,7 +204,7 @@ def make_checkout(where, attnlab):
     for name in LINKED:
         (where / name).symlink_to(ROOT / name)
     (where / "build").mkdir()
-    (where / "build" / "attnlab").symlink_to(attnlab)
+    (where / "build" / "attnlab").symlink_to(attnlab.resolve())
     shutil.copytree(FIXTURE_BIBLE, where / "data" / "bible")
     (where / "tiny").mkdir()
     (where / TINY_STUDY_PATH).write_text(TINY_STUDY)
