@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from conftest import ROOT, run_attnlab
-from test_readme import command_lines
+from test_doc_commands import page_commands
 
 PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "analysis" / "README.md"]
 COMMITTED_SWEEP = ROOT / "docs" / "results" / "table3-small" / "runs"
@@ -34,10 +34,8 @@ def blocks(page, language):
 
 
 def shell_lines(page):
-    """(words, line) of each command of the page's sh blocks (continuations joined, comments
-    dropped, the line quoted back from its words)."""
-    return [(words, shlex.join(words)) for block in blocks(page, "sh")
-            for words in command_lines(block)]
+    """(words, line) of each command of the page's sh blocks (test_doc_commands.py's reading)."""
+    return [(shlex.split(command), command) for command, _ in page_commands(page)]
 
 
 def python_snippets():

@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 from conftest import ROOT, run_attnlab
+from test_doc_commands import page_commands
 
 README = ROOT / "README.md"
 CLI = ROOT / "docs" / "cli.md"
@@ -25,29 +26,9 @@ def readme():
     return README.read_text()
 
 
-def shell_blocks(markdown):
-    return re.findall(r"^```sh\n(.*?)^```", markdown, flags=re.S | re.M)
-
-
-def command_lines(block):
-    """The block's commands: continuation lines joined, comments and blank lines dropped."""
-    lines = []
-    pending = ""
-    for raw in block.splitlines():
-        line = pending + raw.strip()
-        if line.endswith("\\"):
-            pending = line[:-1] + " "
-            continue
-        pending = ""
-        words = shlex.split(line, comments=True)
-        if words:
-            lines.append(words)
-    assert not pending, f"a block ends in a continuation: {block}"
-    return lines
-
-
 def readme_commands():
-    return [words for block in shell_blocks(readme()) for words in command_lines(block)]
+    """The words of each command of the README's sh blocks."""
+    return [shlex.split(command) for command, _ in page_commands(README)]
 
 
 def attnlab_invocations():
