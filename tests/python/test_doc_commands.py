@@ -5,21 +5,23 @@ A page's commands run in order (a later one reads what an earlier one wrote), ea
 bash, in a scratch checkout: the tree's directories linked in read-only, ./build/attnlab the binary
 under test, data/bible a copy of the committed Bible slice (tests/fixtures/bible), the systems
 docs/metrics.md scores (SYSTEMS), and runs/ and runs-slurm/ otherwise empty. Each must exit 0,
-print the line EXPECTED gives for it and write the files WRITES lists for it. A command that would
-take minutes or needs what a test machine lacks runs in the form SUBSTITUTIONS gives, with the
-reason there. A command that cannot run at all is marked on its page, with the reason: `# not run:
-REASON` at the end of its line, or `<!-- not run: REASON -->` on the line before its block for the
-whole block. A command neither run nor marked fails here, and so does an entry of any table that
-no page has any more, so the tables follow the pages.
+print the line EXPECTED gives for it and write the files WRITES lists for it. (A sweep from a build
+with uncommitted changes gets --allow-dirty, as every sweep of the suite does:
+conftest.sweep_args.) A command that would take minutes or needs what a test machine lacks runs in
+the form SUBSTITUTIONS gives, with the reason there. A command that cannot run at all is marked on
+its page, with the reason: `# not run: REASON` at the end of its line, or `<!-- not run: REASON
+-->` on the line before its block for the whole block. A command neither run nor marked fails here,
+and so does an entry of any table that no page has any more, so the tables follow the pages.
 """
 
 import re
+import shlex
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import ROOT, attnlab_env
+from conftest import ROOT, attnlab_env, sweep_args
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
          ROOT / "analysis" / "README.md"]
@@ -274,6 +276,9 @@ def test_every_command_runs_or_is_marked(page, attnlab, tmp_path):
     for command in commands:
         key = (page_name(page), command)
         ran, why = SUBSTITUTIONS.get(key, (command, "as written"))
+        words = shlex.split(ran)
+        if words[0] == "./build/attnlab":  # a development build's sweeps get --allow-dirty
+            ran = shlex.join([words[0], *sweep_args(attnlab, words[1:])])
         result = subprocess.run(["bash", "-c", ran], cwd=checkout, capture_output=True, text=True,
                                 env=attnlab_env(), timeout=300)
         output = result.stdout + result.stderr
