@@ -9,9 +9,10 @@ print the line EXPECTED gives for it and write the files WRITES lists for it. (A
 with uncommitted changes gets --allow-dirty, as every sweep of the suite does:
 conftest.sweep_args.) A command that would take minutes or needs what a test machine lacks runs in
 the form SUBSTITUTIONS gives, with the reason there. A command that cannot run at all is marked on
-its page, with the reason: `# not run: REASON` at the end of its line, or `<!-- not run: REASON
--->` on the line before its block for the whole block. A command neither run nor marked fails here,
-and so does an entry of any table that no page has any more, so the tables follow the pages.
+its page, with the reason: `# not run: REASON` at the end of its line, or
+`<!-- not run: REASON -->` on the line before its block for the whole block. A command neither run
+nor marked fails here, and so does an entry of any table that no page has any more, so the tables
+follow the pages.
 """
 
 import re
