@@ -163,6 +163,10 @@ int run_inspect(const std::vector<std::string>& args) {
 
   std::printf("run %s  (%s)\n", run.info.run_id.c_str(), path.c_str());
   std::printf("  status           %s\n", io::to_string(run.status));
+  const auto failure = run.summary_texts.find("failure");
+  if (failure != run.summary_texts.end() && run.status == io::RunStatus::failed) {
+    std::printf("  failure          %s\n", failure->second.c_str());
+  }
   if (!run.info.sweep_id.empty()) std::printf("  sweep            %s\n", run.info.sweep_id.c_str());
   std::printf("  created          %s on %s, attnlab %s (git %s)\n", run.info.created.c_str(),
               run.info.host.c_str(), run.info.attnlab_version.c_str(), run.info.git_commit.c_str());

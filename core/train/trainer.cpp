@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 #include "core/data/batcher.h"
 #include "core/decode/beam.h"
@@ -64,6 +66,43 @@ void allreduce(dist::Comm& comm, BleuStats& stats) {
   stats.ref_length = counts[2 * kBleuMaxOrder + 1];
 }
 
+std::string format_value(double value) {
+  if (std::isnan(value)) return "nan";  // not "-nan": the sign of a NaN means nothing here
+  std::ostringstream text;
+  text << std::setprecision(6) << value;
+  return text.str();
+}
+
+// "step 12: training loss is nan (gradient norm inf)"
+std::string describe_non_finite(int64_t step, double loss, double grad_norm) {
+  const std::string where = "step " + std::to_string(step) + ": ";
+  if (!std::isfinite(loss)) {
+    return where + "training loss is " + format_value(loss) + " (gradient norm " +
+           format_value(grad_norm) + ")";
+  }
+  return where + "gradient norm is " + format_value(grad_norm) + " (training loss " +
+         format_value(loss) + ")";
+}
+
+// "encoder.layers.0.fc1.weight[17] = nan", or "" when every parameter is finite.
+std::string first_non_finite_parameter(Transformer<float>& model) {
+  const float* params = model.params().data();
+  const int64_t size = model.table().size();
+  int64_t bad = size;
+#pragma omp parallel for reduction(min : bad) schedule(static)
+  for (int64_t i = 0; i < size; ++i) {
+    if (!std::isfinite(params[i]) && i < bad) bad = i;
+  }
+  if (bad == size) return "";
+  for (const ParamEntry& entry : model.table().entries()) {
+    if (bad >= entry.offset && bad < entry.offset + entry.shape.numel()) {
+      return entry.name + "[" + std::to_string(bad - entry.offset) +
+             "] = " + format_value(params[bad]);
+    }
+  }
+  return "parameter " + std::to_string(bad) + " = " + format_value(params[bad]);
+}
+
 }  // namespace
 
 std::atomic<bool>& Trainer::stop_requested() {
@@ -96,7 +135,7 @@ void Trainer::restore(int64_t step, int64_t tokens, const DataPosition& position
   broadcast_parameters();
 }
 
-void Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
+bool Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
   const int rank = comm_.rank(), world = comm_.size();
   const int64_t size = model_.table().size();
   model_.zero_grads();
@@ -130,14 +169,37 @@ void Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
     callbacks.on_gradients(step_ + 1);
   }
   row.grad_norm = clip_global_norm(grads, size, config_.train.clip);
-  ++step_;
-  row.lr = schedule_.rate(step_) * stopping_.state().lr_factor;
+  row.loss = sums[0] / tokens;
+  row.nll = sums[1] / tokens;
+  // Loss and norm come from sums every rank holds alike; a non-finite one is never stepped on.
+  const int64_t step = step_ + 1;
+  if (!all_finite(std::isfinite(row.loss) && std::isfinite(row.grad_norm))) {
+    non_finite_ = describe_non_finite(step, row.loss, row.grad_norm);
+    return false;
+  }
+  row.lr = schedule_.rate(step) * stopping_.state().lr_factor;
   adam_.step(model_.params().data(), grads, row.lr);
+  // A finite gradient can still give a non-finite update (Adam's eps 0 with a zero second
+  // moment, an infinite rate): those parameters must not reach a checkpoint.
+  const std::string broken = first_non_finite_parameter(model_);
+  if (!all_finite(broken.empty())) {
+    non_finite_ =
+        "step " + std::to_string(step) + ": the update at learning rate " + format_value(row.lr) +
+        " made parameters non-finite (first: " + (broken.empty() ? "on another rank" : broken) +
+        ")";
+    return false;
+  }
+  step_ = step;
   tokens_ += static_cast<int64_t>(tokens);
   row.step = step_;
   row.tokens = tokens_;
-  row.loss = sums[0] / tokens;
-  row.nll = sums[1] / tokens;
+  return true;
+}
+
+bool Trainer::all_finite(bool finite_here) {
+  int64_t broken = finite_here ? 0 : 1;
+  comm_.allreduce_sum(&broken, 1);
+  return broken == 0;
 }
 
 double Trainer::train_seconds() const {
@@ -165,7 +227,10 @@ TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
   while (step_ < config_.train.steps) {
     TrainRow row;
     const int64_t tokens_before = tokens_;
-    train_step(row, callbacks);
+    if (!train_step(row, callbacks)) {
+      stop_reason_ = StopReason::kNonFinite;
+      return TrainOutcome::kNonFinite;
+    }
     const auto now = Clock::now();
     const double step_seconds = std::chrono::duration<double>(now - last).count();
     last = now;
@@ -183,6 +248,12 @@ TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
     if (finished) fault_point("last_step");
     if ((config_.eval.every > 0 && step_ % config_.eval.every == 0) || finished) {
       EvalRow eval = evaluate(true, config_.eval.bleu_during_training);
+      // The dev sums are reduced over ranks, so every rank reaches the same verdict.
+      if (!std::isfinite(eval.loss)) {
+        non_finite_ = "step " + std::to_string(step_) + ": dev loss is " + format_value(eval.loss);
+        stop_reason_ = StopReason::kNonFinite;
+        return TrainOutcome::kNonFinite;
+      }
       if (callbacks.on_eval) callbacks.on_eval(eval);
       const Observation seen = stopping_.observe(step_, eval.loss);
       if (seen.best && callbacks.on_best) callbacks.on_best(step_);
