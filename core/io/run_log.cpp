@@ -169,17 +169,51 @@ RunLog RunLog::resume(const std::string& path, int64_t step) {
   h5::File file = h5::File::open_unlocked(path, h5::Access::write);
   check_run_schema(file);
   h5::Group& root = file.root();
+  std::vector<std::string> repairs = root.has_attribute(kRepairsAttribute)
+                                         ? root.get_strings(kRepairsAttribute)
+                                         : std::vector<std::string>{};
+  const size_t repairs_before = repairs.size();
+  // A series whose definition a kill interrupted holds no row that was ever flushed: its datasets
+  // are dropped, with the reason kept in the file, and the next append defines it again.
+  auto drop_interrupted = [&](Series& series) {
+    if (!series.interrupted()) return;
+    repairs.push_back("resumed at step " + std::to_string(step) + ", dropped " +
+                      series.drop_interrupted_definition());
+  };
   Series train = Series::open(root.group("train"));
   Series eval = Series::open(root.group("eval"));
+  drop_interrupted(train);
+  drop_interrupted(eval);
   train.keep_steps_up_to(step);
   eval.keep_steps_up_to(step);
   std::map<std::string, Series> diagnostics;
   h5::Group diagnostics_group = root.group("diagnostics");
   for (const std::string& metric : diagnostics_group.names()) {
     Series series = Series::open(diagnostics_group.group(metric));
+    // A metric's columns are always (step, value): one whose attribute is missing but whose two
+    // datasets are there is rebuilt from what they hold (their complete rows are kept).
+    h5::Group group = diagnostics_group.group(metric);
+    if (series.interrupted() && group.has_dataset("step") && group.has_dataset("value")) {
+      const std::string damage = series.damage();
+      group.set_strings("columns", {"step", "value"});
+      series = Series::open(std::move(group));
+      repairs.push_back("resumed at step " + std::to_string(step) + ", rebuilt " + damage +
+                        " as (step, value)");
+    }
+    // A metric's group is created, then defined, at its first append: an undefined one is
+    // dropped whole and created again by the next append (with its labels).
+    if (!series.defined()) {
+      if (series.interrupted()) {
+        repairs.push_back("resumed at step " + std::to_string(step) + ", dropped " +
+                          series.damage());
+      }
+      diagnostics_group.remove(metric);
+      continue;
+    }
     series.keep_steps_up_to(step);
     diagnostics.emplace(metric, std::move(series));
   }
+  if (repairs.size() != repairs_before) root.set_strings(kRepairsAttribute, repairs);
   root.set_string("status", to_string(RunStatus::running));
   file.flush();
   auto state = std::make_unique<State>(std::move(file), std::move(train), std::move(eval));
@@ -329,9 +363,10 @@ const std::vector<double>& SeriesData::column(const std::string& name) const {
 
 namespace {
 
-SeriesData read_series(h5::Group group) {
+SeriesData read_series(h5::Group group, std::vector<std::string>& damaged) {
   Series series = Series::open(std::move(group));
   SeriesData data;
+  if (series.interrupted()) damaged.push_back(series.damage());
   if (!series.defined()) return data;
   data.columns = series.columns();
   data.rows = series.rows();
@@ -370,8 +405,14 @@ RunContents read_run_in_process(const std::string& path) {
       default: run.config.emplace_back(key, config.get_string(key)); break;
     }
   }
-  run.train = read_series(root.group("train"));
-  run.eval = read_series(root.group("eval"));
+  run.train = read_series(root.group("train"), run.damaged);
+  run.eval = read_series(root.group("eval"), run.damaged);
+  const h5::Group diagnostics = root.group("diagnostics");
+  for (const std::string& metric : diagnostics.names()) {
+    const Series series = Series::open(diagnostics.group(metric));
+    if (series.interrupted()) run.damaged.push_back(series.damage());
+  }
+  if (root.has_attribute(kRepairsAttribute)) run.repairs = root.get_strings(kRepairsAttribute);
   h5::Group summary = root.group("summary");
   for (const std::string& name : summary.attribute_names()) {
     if (summary.attribute_type(name) == h5::ValueType::string) {
@@ -432,6 +473,10 @@ std::string encode(const RunContents& run) {
     out.put_string(name);
     out.put_string(value);
   }
+  for (const std::vector<std::string>* notes : {&run.damaged, &run.repairs}) {
+    out.put_int(static_cast<int64_t>(notes->size()));
+    for (const std::string& note : *notes) out.put_string(note);
+  }
   return out.bytes();
 }
 
@@ -463,6 +508,10 @@ RunContents decode(const std::string& bytes) {
   for (size_t i = 0; i < texts; ++i) {
     std::string name = in.get_string();
     run.summary_texts[name] = in.get_string();
+  }
+  for (std::vector<std::string>* notes : {&run.damaged, &run.repairs}) {
+    const size_t count = in.get_count(sizeof(int64_t));
+    for (size_t i = 0; i < count; ++i) notes->push_back(in.get_string());
   }
   CHECK(in.done()) << "encoded run: " << bytes.size() << " bytes, more than it holds";
   return run;
