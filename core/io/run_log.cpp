@@ -89,6 +89,12 @@ int64_t check_run_schema(const h5::File& file) {
 
 }  // namespace
 
+// Free space a change of the run file needs beyond its own bytes: HDF5 writes its dirty metadata
+// and whole chunks (8 KiB) when the file is flushed, which for a run log stays far below this.
+constexpr int64_t kRunLogReserve = int64_t{256} << 10;
+// The status alone (one attribute), so that a run stopped by a full disk can still say failed.
+constexpr int64_t kStatusReserve = int64_t{64} << 10;
+
 struct RunLog::State {
   h5::File file;
   Series train;
@@ -97,6 +103,12 @@ struct RunLog::State {
 
   State(h5::File opened, Series train_series, Series eval_series)
       : file(std::move(opened)), train(std::move(train_series)), eval(std::move(eval_series)) {}
+
+  // Before any change: nothing is changed (in memory either, which HDF5 would flush on close)
+  // unless the disk can take it.
+  void reserve(int64_t payload_bytes, const char* what) const {
+    require_free_space(file.path(), payload_bytes + kRunLogReserve, what);
+  }
 };
 
 RunLog::RunLog(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -155,6 +167,7 @@ RunLog RunLog::create(const std::string& path, const RunInfo& info, const Config
   // The first version of the file is written under a temporary name and renamed, so that a run
   // killed while creating it leaves either no run file or a complete one.
   CHECK(!std::filesystem::exists(path)) << path << ": file exists; refusing to overwrite a run";
+  require_free_space(path, kRunLogReserve, "a new run log");
   std::string temporary = path + ".tmp";
   write_new_run(temporary, info, config);
   replace_file(temporary, path);
@@ -166,6 +179,7 @@ RunLog RunLog::create(const std::string& path, const RunInfo& info, const Config
 }
 
 RunLog RunLog::resume(const std::string& path, int64_t step) {
+  require_free_space(path, kRunLogReserve, "resuming the run log");
   h5::File file = h5::File::open_unlocked(path, h5::Access::write);
   check_run_schema(file);
   h5::Group& root = file.root();
@@ -245,11 +259,13 @@ void append_row(Series& series, const Row& row) {
 }  // namespace
 
 void RunLog::append_train(const Row& row) {
+  state_->reserve(0, "a /train row");
   append_row(state_->train, row);
   state_->file.flush();
 }
 
 void RunLog::append_eval(const Row& row) {
+  state_->reserve(0, "an /eval row");
   append_row(state_->eval, row);
   state_->file.flush();
 }
@@ -259,6 +275,7 @@ void RunLog::append_diagnostic(const std::string& metric, int64_t step,
                                const std::vector<std::string>& labels) {
   int64_t count = 1;
   for (int64_t extent : shape) count *= extent;
+  state_->reserve(count * static_cast<int64_t>(sizeof(double)), "a /diagnostics row");
   CHECK(count == static_cast<int64_t>(values.size()))
       << path() << ", /diagnostics/" << metric << ": " << values.size()
       << " values given for shape " << Shape(shape).str();
@@ -285,11 +302,13 @@ void RunLog::append_diagnostic(const std::string& metric, int64_t step,
 }
 
 void RunLog::set_summary(const std::string& name, double value) {
+  state_->reserve(0, "a /summary value");
   state_->file.root().group("summary").set_double(name, value);
   state_->file.flush();
 }
 
 void RunLog::set_summary(const std::string& name, const std::string& value) {
+  state_->reserve(static_cast<int64_t>(value.size()), "a /summary text");
   state_->file.root().group("summary").set_string(name, value);
   state_->file.flush();
 }
@@ -299,6 +318,7 @@ void RunLog::set_attention_probe(const std::string& probe,
                                  const std::vector<std::string>& target_tokens) {
   CHECK(!source_tokens.empty() && !target_tokens.empty())
       << path() << ", /attention/" << probe << ": a probe needs source and target tokens";
+  state_->reserve(0, "an attention probe");
   h5::Group group = state_->file.root().group("attention").require_group(probe);
   group.set_strings("source_tokens", source_tokens);
   group.set_strings("target_tokens", target_tokens);
@@ -307,6 +327,7 @@ void RunLog::set_attention_probe(const std::string& probe,
 
 void RunLog::write_attention(const std::string& probe, AttentionStack stack, int layer,
                              TensorView<const float> weights) {
+  state_->reserve(weights.numel() * static_cast<int64_t>(sizeof(float)), "an attention map");
   h5::Group attention = state_->file.root().group("attention");
   CHECK(attention.has_group(probe)) << path() << ", /attention: probe '" << probe
                                     << "' has no tokens; call set_attention_probe first";
@@ -343,12 +364,18 @@ void write_head_statistics(h5::Group& group, const HeadStatistics& statistics) {
 }
 
 void RunLog::write_head_statistics(const std::string& group, const HeadStatistics& statistics) {
+  int64_t bytes = 0;
+  for (const auto& entry : statistics.values) {
+    bytes += static_cast<int64_t>(entry.second.size() * sizeof(double));
+  }
+  state_->reserve(bytes, "attention statistics");
   h5::Group target = state_->file.root().require_group(group);
   io::write_head_statistics(target, statistics);
   state_->file.flush();
 }
 
 void RunLog::set_status(RunStatus status) {
+  require_free_space(state_->file.path(), kStatusReserve, "the run's status");
   state_->file.root().set_string("status", to_string(status));
   state_->file.flush();
 }
