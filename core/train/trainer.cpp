@@ -2,6 +2,7 @@
 // ranks -> divide by the global target-token count -> clip -> Adam with the scheduled rate.
 #include "core/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iomanip>
@@ -208,11 +209,45 @@ double Trainer::train_seconds() const {
          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
 }
 
+namespace {
+
+// The collective timeout while training: cluster.collective_timeout, raised to ten times the
+// median step of this process (a rank that does not arrive within it is stopped or hung), and
+// off again once run() returns (the final evaluation and the summary are rank 0's alone).
+class CollectiveWatch {
+ public:
+  CollectiveWatch(dist::Comm& comm, double floor_seconds) : comm_(comm), floor_(floor_seconds) {
+    comm_.set_collective_timeout(floor_);
+  }
+  CollectiveWatch(const CollectiveWatch&) = delete;
+  CollectiveWatch& operator=(const CollectiveWatch&) = delete;
+  ~CollectiveWatch() { comm_.set_collective_timeout(0.0); }
+
+  void step_took(double seconds) {
+    if (floor_ <= 0) return;
+    constexpr size_t kRecent = 101;
+    if (recent_.size() == kRecent) recent_.erase(recent_.begin());
+    recent_.push_back(seconds);
+    std::vector<double> sorted = recent_;
+    const auto middle = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
+    std::nth_element(sorted.begin(), middle, sorted.end());
+    comm_.set_collective_timeout(std::max(floor_, 10.0 * *middle));
+  }
+
+ private:
+  dist::Comm& comm_;
+  double floor_;
+  std::vector<double> recent_;
+};
+
+}  // namespace
+
 TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   started_ = start;
   auto last = start;
+  CollectiveWatch watch(comm_, config_.cluster.collective_timeout);
   stop_reason_ = StopReason::kSteps;
   // A run resumed from the checkpoint a stop rule ended it at has nothing left to train.
   if (step_ > 0 && stopping_.patience_exhausted()) {
@@ -234,6 +269,7 @@ TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
     const auto now = Clock::now();
     const double step_seconds = std::chrono::duration<double>(now - last).count();
     last = now;
+    watch.step_took(step_seconds);
     row.wall_time = std::chrono::duration<double>(now - start).count();
     row.tokens_per_sec =
         step_seconds > 0 ? static_cast<double>(tokens_ - tokens_before) / step_seconds : 0.0;
