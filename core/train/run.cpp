@@ -23,6 +23,7 @@
 #include "core/train/checkpoints.h"
 #include "core/train/corpus_source.h"
 #include "core/train/diagnostics.h"
+#include "core/train/memory_estimate.h"
 #include "core/train/precision.h"
 #include "core/train/progress.h"
 #include "core/train/trainer.h"
@@ -532,6 +533,7 @@ void install_stop_signals() {
 int run_training(const RunRequest& request, dist::Comm& comm) {
   const ExperimentConfig& config = request.config;
   config::validate(config);
+  check_memory_fits(config);
   const bool lead = comm.rank() == 0;
   const int threads = static_cast<int>(config.cluster.threads_per_rank);
   blas::set_threads(threads);
