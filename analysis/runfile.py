@@ -52,6 +52,10 @@ class RunData:
     # `attnlab eval` results: group name ("eval_test", or --group's) -> its attributes (bleu,
     # ppl, step, beam, checkpoint, hypotheses, ...).
     decodings: dict = dataclasses.field(default_factory=dict)
+    # Series groups a kill left half-defined: "/eval: datasets (...) without the attribute
+    # 'columns' ..." (as attnlab's readers say it). Their rows are not in train/eval; a resume
+    # drops them and records that in attrs["repairs"].
+    damaged: list = dataclasses.field(default_factory=list)
 
     @property
     def status(self):
@@ -85,12 +89,28 @@ def _config_value(value):
     return value
 
 
-def _series(group, where):
-    """A series group as a DataFrame of its complete rows, columns in their stored order."""
+def interrupted_definition(group):
+    """The damage text of a series group with datasets but no `columns` attribute (a writer was
+    killed inside the series' first append, before its row was flushed), or None."""
     if "columns" in group.attrs:
-        columns = [_python_value(c) for c in np.atleast_1d(group.attrs["columns"])]
-    else:
-        columns = sorted(name for name in group if isinstance(group[name], h5py.Dataset))
+        return None
+    names = sorted(name for name in group if isinstance(group[name], h5py.Dataset))
+    if not names:
+        return None
+    rows = max(group[name].shape[0] if group[name].ndim else 0 for name in names)
+    return (f"{group.name}: datasets ({', '.join(names)}) without the attribute 'columns' "
+            f"(holding at most {rows} row{'' if rows == 1 else 's'}): its definition was "
+            f"interrupted before its first row was flushed")
+
+
+def _series(group, where, damaged):
+    """A series group as a DataFrame of its complete rows, columns in their stored order. A
+    half-defined group holds no complete row: it is empty here and its damage goes to `damaged`."""
+    damage = interrupted_definition(group)
+    if damage is not None:
+        damaged.append(damage)
+    columns = ([_python_value(c) for c in np.atleast_1d(group.attrs["columns"])]
+               if "columns" in group.attrs else [])
     missing = [c for c in columns if c not in group]
     if missing:
         raise AnalysisError(f"{where}: columns {missing} are listed but not stored")
@@ -245,8 +265,14 @@ def _read_run(path, with_attention):
                                         f"{attrs['schema_version']}")
             config = {k: _config_value(v) for k, v in file["config"].attrs.items()}
             summary = {k: _python_value(v) for k, v in file["summary"].attrs.items()}
-            train = _series(file["train"], f"{path}:/train")
-            evaluation = _series(file["eval"], f"{path}:/eval")
+            damaged = []
+            train = _series(file["train"], f"{path}:/train", damaged)
+            evaluation = _series(file["eval"], f"{path}:/eval", damaged)
+            for metric in file.get("diagnostics", {}).values():
+                damage = (interrupted_definition(metric) if isinstance(metric, h5py.Group)
+                          else None)
+                if damage is not None:
+                    damaged.append(damage)
             diagnostics = _diagnostics(file["diagnostics"], path) if "diagnostics" in file else {}
             attention = (_attention(file["attention"])
                          if with_attention and "attention" in file else {})
@@ -260,4 +286,4 @@ def _read_run(path, with_attention):
             from None
     return RunData(path=path, attrs=attrs, config=config, summary=summary, train=train,
                    eval=evaluation, diagnostics=diagnostics, attention=attention,
-                   decodings=decodings)
+                   decodings=decodings, damaged=damaged)

@@ -199,8 +199,20 @@ def _choose_base(rows, explicit):
                          "row is the reference")
 
 
+def _mark_half_written(record, loaded, notes):
+    """A run file with a half-written series is damaged, never an empty run: its status says so
+    (so it is left out of every mean) and a note names the groups."""
+    if not loaded.damaged:
+        return
+    record["status"] = "damaged"
+    notes.append(f"damaged run file (a rerun of the sweep resumes and repairs it), left out of "
+                 f"every mean: {record['name']} (id {record['run_id']}): "
+                 + "; ".join(loaded.damaged))
+
+
 def _load_from_manifest(directory, manifest, with_attention, unigram_ppl=None):
     records, data, rows, order, notes_damaged = [], {}, {}, [], []
+    notes_half_written = []
     for run in manifest.runs:
         record = _run_record(run.id, run.name, run.row, run.group, run.seed,
                              directory / run.id / RUN_FILE)
@@ -222,11 +234,13 @@ def _load_from_manifest(directory, manifest, with_attention, unigram_ppl=None):
             else:
                 data[run.id] = loaded
                 _merge_run(record, loaded, unigram_ppl)
+                _mark_half_written(record, loaded, notes_half_written)
         records.append(record)
     declared = {run.id for run in manifest.runs}
     extra = sorted(p.parent.name for p in directory.glob(f"*/{RUN_FILE}")
                    if p.parent.name not in declared)
     notes = [f"unreadable run file, left out of every mean: {line}" for line in notes_damaged]
+    notes += notes_half_written
     if extra:
         notes.append("run directories not in the manifest (left out): " + ", ".join(extra))
     return records, data, [rows[k] for k in order], notes
@@ -237,7 +251,7 @@ def _load_without_manifest(directory, with_attention, paths=None, unigram_ppl=No
     if not paths:
         raise AnalysisError(f"{directory}: neither a {MANIFEST} nor any <run>/{RUN_FILE}: "
                             "not a sweep directory (or the sweep has not started)")
-    records, data, rows, order = [], {}, {}, []
+    records, data, rows, order, half_written = [], {}, {}, [], []
     loaded_runs = [(p, read_run(p, with_attention=with_attention)) for p in paths]
     # Keys that vary across runs (apart from placement and seed) define the rows.
     keys = sorted({k for _, d in loaded_runs for k in d.config if not _PLACEMENT_KEYS.match(k)})
@@ -250,6 +264,7 @@ def _load_without_manifest(directory, with_attention, paths=None, unigram_ppl=No
         seed = int(loaded.attrs.get("seed", 0))
         record = _run_record(run_id, f"{key}.seed{seed}", key, "", seed, path)
         _merge_run(record, loaded, unigram_ppl)
+        _mark_half_written(record, loaded, half_written)
         if key not in rows:
             rows[key] = Row(key=key, group="", overrides=overrides, paper={}, run_ids=[])
             order.append(key)
@@ -260,7 +275,7 @@ def _load_without_manifest(directory, with_attention, paths=None, unigram_ppl=No
         data[run_id] = loaded
         records.append(record)
     notes = [f"no {MANIFEST}: rows are the configurations found (differing in "
-             f"{', '.join(varying) or 'nothing but the seed'})"]
+             f"{', '.join(varying) or 'nothing but the seed'})"] + half_written
     return records, data, [rows[k] for k in order], notes
 
 

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/config/config.h"
+#include "core/dist/abort.h"
 #include "core/util/build_info.h"
 
 namespace attnlab::cli {
@@ -76,8 +77,8 @@ int run_reporting_errors(const Command& command, const std::vector<std::string>&
   } catch (const ConfigError& error) {
     std::cerr << prefix << error.what() << "\n";
     return kExitUsage;
-  } catch (const std::exception& error) {
-    std::cerr << prefix << error.what() << "\n";
+  } catch (const std::exception&) {
+    std::cerr << prefix << dist::describe_current_exception() << "\n";  // names bad_alloc
     return kExitFailure;
   }
 }

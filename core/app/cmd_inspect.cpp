@@ -109,7 +109,13 @@ std::string run_json(const io::RunContents& run, const std::string& path) {
     out += (first ? "" : ", ") + json_string(name) + ": " + json_string(value);
     first = false;
   }
+  auto json_list = [](const std::vector<std::string>& texts) {
+    std::string list = "[";
+    for (size_t i = 0; i < texts.size(); ++i) list += (i ? ", " : "") + json_string(texts[i]);
+    return list + "]";
+  };
   return out + "}, \"train\": " + json_series(run.train) + ", \"eval\": " + json_series(run.eval) +
+         ", \"damaged\": " + json_list(run.damaged) + ", \"repairs\": " + json_list(run.repairs) +
          "}";
 }
 
@@ -163,6 +169,16 @@ int run_inspect(const std::vector<std::string>& args) {
 
   std::printf("run %s  (%s)\n", run.info.run_id.c_str(), path.c_str());
   std::printf("  status           %s\n", io::to_string(run.status));
+  for (const std::string& damage : run.damaged) {
+    std::printf("  damaged          %s (a resume drops it and defines it again)\n", damage.c_str());
+  }
+  for (const std::string& repair : run.repairs) {
+    std::printf("  repaired         %s\n", repair.c_str());
+  }
+  const auto failure = run.summary_texts.find("failure");
+  if (failure != run.summary_texts.end() && run.status == io::RunStatus::failed) {
+    std::printf("  failure          %s\n", failure->second.c_str());
+  }
   if (!run.info.sweep_id.empty()) std::printf("  sweep            %s\n", run.info.sweep_id.c_str());
   std::printf("  created          %s on %s, attnlab %s (git %s)\n", run.info.created.c_str(),
               run.info.host.c_str(), run.info.attnlab_version.c_str(), run.info.git_commit.c_str());

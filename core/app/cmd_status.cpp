@@ -35,6 +35,10 @@ cluster::RunProgress progress_of(const io::RunContents& run) {
   if (reason != run.summary_texts.end() && run.status != io::RunStatus::running) {
     progress.stop_reason = reason->second;
   }
+  // A series a kill left half-defined: the run is damaged (a resume repairs it), never empty.
+  for (const std::string& damage : run.damaged) {
+    progress.problem += (progress.problem.empty() ? "" : "; ") + damage;
+  }
   if (run.train.rows > 0) progress.step = static_cast<int64_t>(run.train.column("step").back());
   if (run.eval.rows > 0) {
     for (size_t c = 0; c < run.eval.columns.size(); ++c) {

@@ -123,6 +123,9 @@ struct ClusterConfig {
   int64_t ranks = 1;             // MPI ranks per run
   int64_t threads_per_rank = 1;  // OpenBLAS/OpenMP threads per rank
   std::string profile;           // cluster/profiles/<name>.yaml for the Slurm launcher
+  // Seconds a collective may wait for a rank during training before the job ends naming it
+  // (at least 10 median steps); 0 = wait for ever.
+  double collective_timeout = 300.0;
 };
 
 struct ExperimentConfig {

@@ -417,6 +417,9 @@ std::vector<Option> build_options() {
               "OpenBLAS/OpenMP threads per rank"),
       file_path(ATTNLAB_FIELD(cluster.profile),
                 "cluster/profiles/<name>.yaml for the Slurm launcher"),
+      number(ATTNLAB_FIELD(cluster.collective_timeout), kNonNegative,
+             "seconds a collective waits for a rank during training (raised to 10 median steps) "
+             "before every rank ends, naming the ranks that did not arrive; 0 = wait for ever"),
   };
 }
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <istream>
+#include <string>
 
 #include "core/util/check.h"
 
@@ -42,12 +43,48 @@ int64_t find_invalid_utf8(const std::string& text) {
   return -1;
 }
 
+namespace {
+
+// Reads the next line (without its '\n') into `line`; false at the end of the input. A line
+// longer than kMaxLineBytes, or an input longer than `max_total` bytes, is an Error naming
+// `name`, the line and the limit, found before more than the limit is held in memory.
+bool read_bounded_line(std::istream& in, std::string& line, const std::string& name,
+                       int64_t line_number, int64_t max_total, int64_t& total) {
+  line.clear();
+  std::streambuf& buffer = *in.rdbuf();
+  bool any = false;
+  for (int c = buffer.sbumpc(); c != std::char_traits<char>::eof(); c = buffer.sbumpc()) {
+    any = true;
+    CHECK(++total <= max_total) << name << ": more than " << (max_total >> 20)
+                                << " MiB of input (the limit of a text input to attnlab)";
+    if (c == '\n') return true;
+    CHECK(static_cast<int64_t>(line.size()) < kMaxLineBytes)
+        << name << ":" << line_number << ": a line longer than " << (kMaxLineBytes >> 10)
+        << " KiB (the limit of one segment; is this a text file?)";
+    line.push_back(static_cast<char>(c));
+  }
+  in.setstate(std::ios::eofbit);
+  return any;
+}
+
+void check_regular_file(const std::string& path) {
+  std::error_code error;
+  CHECK(std::filesystem::exists(path, error)) << "cannot open " << path << " (missing file)";
+  CHECK(std::filesystem::is_regular_file(path, error))
+      << path << " is not a regular file (a directory, a device or a pipe)";
+}
+
+}  // namespace
+
 std::vector<std::string> read_text_lines(const std::string& path, EmptyLines empty) {
+  check_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   CHECK(in.good()) << "cannot open " << path << " (missing file or no permission)";
   std::vector<std::string> lines;
   std::string line;
-  while (std::getline(in, line)) {
+  int64_t total = 0;
+  while (read_bounded_line(in, line, path, static_cast<int64_t>(lines.size()) + 1,
+                           kMaxCorpusFileBytes, total)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const int64_t line_number = static_cast<int64_t>(lines.size()) + 1;
     const bool blank = line.find_first_not_of(" \t\v\f") == std::string::npos;
@@ -67,7 +104,9 @@ std::vector<std::string> read_text_lines(const std::string& path, EmptyLines emp
 std::vector<std::string> read_bleu_lines(std::istream& in, const std::string& name) {
   std::vector<std::string> lines;
   std::string line;
-  while (std::getline(in, line)) {
+  int64_t total = 0;
+  while (read_bounded_line(in, line, name, static_cast<int64_t>(lines.size()) + 1,
+                           kMaxBleuInputBytes, total)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const int64_t bad = find_invalid_utf8(line);
     CHECK(bad < 0) << name << ":" << lines.size() + 1 << ": invalid UTF-8 at byte " << bad + 1
@@ -80,9 +119,7 @@ std::vector<std::string> read_bleu_lines(std::istream& in, const std::string& na
 }
 
 std::vector<std::string> read_bleu_lines(const std::string& path) {
-  std::error_code error;
-  CHECK(std::filesystem::is_regular_file(path, error))
-      << path << " is not a regular file (a directory, a device or missing)";
+  check_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   CHECK(in.good()) << "cannot open " << path << " (no permission?)";
   return read_bleu_lines(in, path);

@@ -21,9 +21,18 @@ struct ParallelText {
 // corpora hold some.
 enum class EmptyLines { kRefuse, kSkipPairs };
 
+// Limits of the text readers below, so that a device, an endless pipe or a file without newlines
+// is an error naming the limit rather than memory that grows until the process is killed: one
+// line (a segment) at most 1 MiB; a corpus file at most 64 GiB (WMT14 en-de is 1.4 GB); a BLEU
+// input (references or hypotheses, from a file or stdin) at most 1 GiB.
+inline constexpr int64_t kMaxLineBytes = int64_t{1} << 20;
+inline constexpr int64_t kMaxCorpusFileBytes = int64_t{64} << 30;
+inline constexpr int64_t kMaxBleuInputBytes = int64_t{1} << 30;
+
 // The lines of a UTF-8 text file ('\n' or "\r\n" endings; a missing final newline is fine).
-// Throws Error naming the file and the 1-based line for: a missing or unreadable file, an empty
-// (or all-whitespace) line, invalid UTF-8. An empty file is an error too.
+// Throws Error naming the file and the 1-based line for: a missing, unreadable or not regular
+// file, an empty (or all-whitespace) line, invalid UTF-8, a line or file over the limits above.
+// An empty file is an error too.
 std::vector<std::string> read_text_lines(const std::string& path,
                                          EmptyLines empty = EmptyLines::kRefuse);
 
@@ -34,7 +43,8 @@ ParallelText read_parallel_text(const std::string& src_path, const std::string& 
 
 // The lines of a BLEU input (`attnlab bleu`'s references and hypotheses), checked as sacreBLEU
 // and read_text_lines check them: valid UTF-8 (an Error names `name` and the 1-based line), and at
-// least one line. Empty lines are kept (an empty hypothesis is a valid, poor translation).
+// least one line, within the limits above. Empty lines are kept (an empty hypothesis is a valid,
+// poor translation).
 std::vector<std::string> read_bleu_lines(std::istream& in, const std::string& name);
 // The same for the file at `path`; also an Error when it is not a regular file or cannot be opened.
 std::vector<std::string> read_bleu_lines(const std::string& path);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
 
 #include "core/util/check.h"
 
@@ -29,6 +30,11 @@ std::string describe_current_exception() {
   if (!current) return "no active exception";
   try {
     std::rethrow_exception(current);
+  } catch (const std::bad_alloc&) {
+    // std::bad_alloc's what() is its type name alone.
+    return "out of memory: an allocation failed (std::bad_alloc); lower the sizes of the config "
+           "(data.synthetic.*, model.*, train.batch_tokens, cluster.threads_per_rank) or give "
+           "the process more memory";
   } catch (const std::exception& error) {
     return error.what();
   } catch (...) {

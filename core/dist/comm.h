@@ -51,6 +51,11 @@ class Comm {
 
   virtual void barrier() = 0;
 
+  // A collective that has waited `seconds` for some rank ends the job (Comm::abort) with a
+  // message naming the ranks that did not arrive; 0 (the default) waits for ever. Per process:
+  // each rank watches its own waits. A single process has nothing to wait for.
+  virtual void set_collective_timeout(double seconds) { (void)seconds; }
+
   // Ends the whole job: prints "attnlab: rank R of N: <message>" to stderr and terminates every
   // rank with exit code `code`. Never returns and never throws (it is called from terminate
   // handlers); see core/dist/abort.h for how main uses it.

@@ -43,12 +43,23 @@ class MpiComm final : public Comm {
 
   void barrier() override;
   [[noreturn]] void abort(int code, const std::string& message) override;
+  // With a timeout, collectives are started non-blocking and polled: past the timeout the rank
+  // asks every other rank, on a communicator of their own, whether it is waiting too (a rank
+  // polling a collective answers at once); the ranks that do not answer within 10 s are the ones
+  // that did not arrive, and the job ends naming them.
+  void set_collective_timeout(double seconds) override;
 
   // The MPI library's own version line (MPI_Get_library_version), for run metadata.
   std::string library_version() const;
 
  private:
   struct Handles;  // the MPI_Comm, kept out of this header
+  // Waits for the MPI_Request at `started` (polled, watched: set_collective_timeout).
+  void complete(void* started, const char* call);
+  template <typename T>
+  void allreduce_chunks(T* data, size_t count);
+  template <typename T>
+  void broadcast_chunks(T* data, size_t count, int root);
   std::unique_ptr<Handles> handles_;
   int rank_ = 0;
   int size_ = 1;

@@ -89,6 +89,12 @@ int64_t check_run_schema(const h5::File& file) {
 
 }  // namespace
 
+// Free space a change of the run file needs beyond its own bytes: HDF5 writes its dirty metadata
+// and whole chunks (8 KiB) when the file is flushed, which for a run log stays far below this.
+constexpr int64_t kRunLogReserve = int64_t{256} << 10;
+// The status alone (one attribute), so that a run stopped by a full disk can still say failed.
+constexpr int64_t kStatusReserve = int64_t{64} << 10;
+
 struct RunLog::State {
   h5::File file;
   Series train;
@@ -97,6 +103,12 @@ struct RunLog::State {
 
   State(h5::File opened, Series train_series, Series eval_series)
       : file(std::move(opened)), train(std::move(train_series)), eval(std::move(eval_series)) {}
+
+  // Before any change: nothing is changed (in memory either, which HDF5 would flush on close)
+  // unless the disk can take it.
+  void reserve(int64_t payload_bytes, const char* what) const {
+    require_free_space(file.path(), payload_bytes + kRunLogReserve, what);
+  }
 };
 
 RunLog::RunLog(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -155,6 +167,7 @@ RunLog RunLog::create(const std::string& path, const RunInfo& info, const Config
   // The first version of the file is written under a temporary name and renamed, so that a run
   // killed while creating it leaves either no run file or a complete one.
   CHECK(!std::filesystem::exists(path)) << path << ": file exists; refusing to overwrite a run";
+  require_free_space(path, kRunLogReserve, "a new run log");
   std::string temporary = path + ".tmp";
   write_new_run(temporary, info, config);
   replace_file(temporary, path);
@@ -166,20 +179,55 @@ RunLog RunLog::create(const std::string& path, const RunInfo& info, const Config
 }
 
 RunLog RunLog::resume(const std::string& path, int64_t step) {
+  require_free_space(path, kRunLogReserve, "resuming the run log");
   h5::File file = h5::File::open_unlocked(path, h5::Access::write);
   check_run_schema(file);
   h5::Group& root = file.root();
+  std::vector<std::string> repairs = root.has_attribute(kRepairsAttribute)
+                                         ? root.get_strings(kRepairsAttribute)
+                                         : std::vector<std::string>{};
+  const size_t repairs_before = repairs.size();
+  // A series whose definition a kill interrupted holds no row that was ever flushed: its datasets
+  // are dropped, with the reason kept in the file, and the next append defines it again.
+  auto drop_interrupted = [&](Series& series) {
+    if (!series.interrupted()) return;
+    repairs.push_back("resumed at step " + std::to_string(step) + ", dropped " +
+                      series.drop_interrupted_definition());
+  };
   Series train = Series::open(root.group("train"));
   Series eval = Series::open(root.group("eval"));
+  drop_interrupted(train);
+  drop_interrupted(eval);
   train.keep_steps_up_to(step);
   eval.keep_steps_up_to(step);
   std::map<std::string, Series> diagnostics;
   h5::Group diagnostics_group = root.group("diagnostics");
   for (const std::string& metric : diagnostics_group.names()) {
     Series series = Series::open(diagnostics_group.group(metric));
+    // A metric's columns are always (step, value): one whose attribute is missing but whose two
+    // datasets are there is rebuilt from what they hold (their complete rows are kept).
+    h5::Group group = diagnostics_group.group(metric);
+    if (series.interrupted() && group.has_dataset("step") && group.has_dataset("value")) {
+      const std::string damage = series.damage();
+      group.set_strings("columns", {"step", "value"});
+      series = Series::open(std::move(group));
+      repairs.push_back("resumed at step " + std::to_string(step) + ", rebuilt " + damage +
+                        " as (step, value)");
+    }
+    // A metric's group is created, then defined, at its first append: an undefined one is
+    // dropped whole and created again by the next append (with its labels).
+    if (!series.defined()) {
+      if (series.interrupted()) {
+        repairs.push_back("resumed at step " + std::to_string(step) + ", dropped " +
+                          series.damage());
+      }
+      diagnostics_group.remove(metric);
+      continue;
+    }
     series.keep_steps_up_to(step);
     diagnostics.emplace(metric, std::move(series));
   }
+  if (repairs.size() != repairs_before) root.set_strings(kRepairsAttribute, repairs);
   root.set_string("status", to_string(RunStatus::running));
   file.flush();
   auto state = std::make_unique<State>(std::move(file), std::move(train), std::move(eval));
@@ -211,11 +259,13 @@ void append_row(Series& series, const Row& row) {
 }  // namespace
 
 void RunLog::append_train(const Row& row) {
+  state_->reserve(0, "a /train row");
   append_row(state_->train, row);
   state_->file.flush();
 }
 
 void RunLog::append_eval(const Row& row) {
+  state_->reserve(0, "an /eval row");
   append_row(state_->eval, row);
   state_->file.flush();
 }
@@ -225,6 +275,7 @@ void RunLog::append_diagnostic(const std::string& metric, int64_t step,
                                const std::vector<std::string>& labels) {
   int64_t count = 1;
   for (int64_t extent : shape) count *= extent;
+  state_->reserve(count * static_cast<int64_t>(sizeof(double)), "a /diagnostics row");
   CHECK(count == static_cast<int64_t>(values.size()))
       << path() << ", /diagnostics/" << metric << ": " << values.size()
       << " values given for shape " << Shape(shape).str();
@@ -251,11 +302,13 @@ void RunLog::append_diagnostic(const std::string& metric, int64_t step,
 }
 
 void RunLog::set_summary(const std::string& name, double value) {
+  state_->reserve(0, "a /summary value");
   state_->file.root().group("summary").set_double(name, value);
   state_->file.flush();
 }
 
 void RunLog::set_summary(const std::string& name, const std::string& value) {
+  state_->reserve(static_cast<int64_t>(value.size()), "a /summary text");
   state_->file.root().group("summary").set_string(name, value);
   state_->file.flush();
 }
@@ -265,6 +318,7 @@ void RunLog::set_attention_probe(const std::string& probe,
                                  const std::vector<std::string>& target_tokens) {
   CHECK(!source_tokens.empty() && !target_tokens.empty())
       << path() << ", /attention/" << probe << ": a probe needs source and target tokens";
+  state_->reserve(0, "an attention probe");
   h5::Group group = state_->file.root().group("attention").require_group(probe);
   group.set_strings("source_tokens", source_tokens);
   group.set_strings("target_tokens", target_tokens);
@@ -273,6 +327,7 @@ void RunLog::set_attention_probe(const std::string& probe,
 
 void RunLog::write_attention(const std::string& probe, AttentionStack stack, int layer,
                              TensorView<const float> weights) {
+  state_->reserve(weights.numel() * static_cast<int64_t>(sizeof(float)), "an attention map");
   h5::Group attention = state_->file.root().group("attention");
   CHECK(attention.has_group(probe)) << path() << ", /attention: probe '" << probe
                                     << "' has no tokens; call set_attention_probe first";
@@ -309,12 +364,18 @@ void write_head_statistics(h5::Group& group, const HeadStatistics& statistics) {
 }
 
 void RunLog::write_head_statistics(const std::string& group, const HeadStatistics& statistics) {
+  int64_t bytes = 0;
+  for (const auto& entry : statistics.values) {
+    bytes += static_cast<int64_t>(entry.second.size() * sizeof(double));
+  }
+  state_->reserve(bytes, "attention statistics");
   h5::Group target = state_->file.root().require_group(group);
   io::write_head_statistics(target, statistics);
   state_->file.flush();
 }
 
 void RunLog::set_status(RunStatus status) {
+  require_free_space(state_->file.path(), kStatusReserve, "the run's status");
   state_->file.root().set_string("status", to_string(status));
   state_->file.flush();
 }
@@ -329,9 +390,10 @@ const std::vector<double>& SeriesData::column(const std::string& name) const {
 
 namespace {
 
-SeriesData read_series(h5::Group group) {
+SeriesData read_series(h5::Group group, std::vector<std::string>& damaged) {
   Series series = Series::open(std::move(group));
   SeriesData data;
+  if (series.interrupted()) damaged.push_back(series.damage());
   if (!series.defined()) return data;
   data.columns = series.columns();
   data.rows = series.rows();
@@ -370,8 +432,14 @@ RunContents read_run_in_process(const std::string& path) {
       default: run.config.emplace_back(key, config.get_string(key)); break;
     }
   }
-  run.train = read_series(root.group("train"));
-  run.eval = read_series(root.group("eval"));
+  run.train = read_series(root.group("train"), run.damaged);
+  run.eval = read_series(root.group("eval"), run.damaged);
+  const h5::Group diagnostics = root.group("diagnostics");
+  for (const std::string& metric : diagnostics.names()) {
+    const Series series = Series::open(diagnostics.group(metric));
+    if (series.interrupted()) run.damaged.push_back(series.damage());
+  }
+  if (root.has_attribute(kRepairsAttribute)) run.repairs = root.get_strings(kRepairsAttribute);
   h5::Group summary = root.group("summary");
   for (const std::string& name : summary.attribute_names()) {
     if (summary.attribute_type(name) == h5::ValueType::string) {
@@ -432,6 +500,10 @@ std::string encode(const RunContents& run) {
     out.put_string(name);
     out.put_string(value);
   }
+  for (const std::vector<std::string>* notes : {&run.damaged, &run.repairs}) {
+    out.put_int(static_cast<int64_t>(notes->size()));
+    for (const std::string& note : *notes) out.put_string(note);
+  }
   return out.bytes();
 }
 
@@ -463,6 +535,10 @@ RunContents decode(const std::string& bytes) {
   for (size_t i = 0; i < texts; ++i) {
     std::string name = in.get_string();
     run.summary_texts[name] = in.get_string();
+  }
+  for (std::vector<std::string>* notes : {&run.damaged, &run.repairs}) {
+    const size_t count = in.get_count(sizeof(int64_t));
+    for (size_t i = 0; i < count; ++i) notes->push_back(in.get_string());
   }
   CHECK(in.done()) << "encoded run: " << bytes.size() << " bytes, more than it holds";
   return run;

@@ -29,6 +29,8 @@ namespace attnlab::io {
 
 inline constexpr const char* kRunSchema = "attnlab-run";
 inline constexpr int64_t kRunSchemaVersion = 1;
+// Root attribute: one line per repair a resume made (a dropped interrupted series definition).
+inline constexpr const char* kRepairsAttribute = "repairs";
 
 enum class RunStatus { running, completed, failed, preempted };
 const char* to_string(RunStatus status);
@@ -141,6 +143,10 @@ struct RunContents {
   SeriesData eval;
   std::map<std::string, double> summary_numbers;
   std::map<std::string, std::string> summary_texts;
+  // Series a kill left half-defined (Series::damage(): the group and what it holds); their rows
+  // are not in train/eval. A resume drops them and records it in `repairs`.
+  std::vector<std::string> damaged;
+  std::vector<std::string> repairs;  // the root attribute `repairs`
 };
 
 // Reads a run file (read only, without a lock: works while the run writes it). Series hold their

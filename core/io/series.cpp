@@ -31,7 +31,15 @@ std::string join_names(const std::vector<std::string>& names) {
 
 Series Series::open(h5::Group group) {
   Series series(std::move(group));
-  if (!series.group_.has_attribute("columns")) return series;
+  if (!series.group_.has_attribute("columns")) {
+    for (const std::string& name : series.group_.names()) {
+      if (!series.group_.has_dataset(name)) continue;
+      series.orphans_.push_back(name);
+      const std::vector<int64_t> dims = series.group_.dataset(name).dims();
+      if (!dims.empty()) series.orphan_rows_ = std::max(series.orphan_rows_, dims[0]);
+    }
+    return series;
+  }
   std::vector<std::string> columns = series.group_.get_strings("columns");
   auto step = std::find(columns.begin(), columns.end(), kStep);
   CHECK(!columns.empty() && step != columns.end())
@@ -54,6 +62,22 @@ Series Series::open(h5::Group group) {
     series.last_step_ = steps[static_cast<size_t>(rows - 1)];
   }
   return series;
+}
+
+std::string Series::damage() const {
+  if (!interrupted()) return "";
+  return group_.path() + ": datasets " + join_names(orphans_) +
+         " without the attribute 'columns' (holding at most " + std::to_string(orphan_rows_) +
+         (orphan_rows_ == 1 ? " row" : " rows") +
+         "): its definition was interrupted before its first row was flushed";
+}
+
+std::string Series::drop_interrupted_definition() {
+  std::string reason = damage();
+  for (const std::string& name : orphans_) group_.remove(name);
+  orphans_.clear();
+  orphan_rows_ = 0;
+  return reason;
 }
 
 void Series::define(const std::vector<std::string>& columns,

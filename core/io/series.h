@@ -5,6 +5,12 @@
 // every other column float64 (rows, row_shape...). A row is complete once every column holds it:
 // a writer killed in the middle of an append may leave some columns one row longer, and readers
 // take the shortest column's length.
+//
+// `define` creates the column datasets, then the attribute: a writer killed between the two
+// leaves a group with datasets but no `columns` (an interrupted definition). Such a series is
+// `interrupted()`: readers report it as damaged, naming the group, and a resumed writer drops
+// its datasets (drop_interrupted_definition) and defines it again. Nothing is lost: a series is
+// defined by its first append, before that row is written.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +28,14 @@ class Series {
   static Series open(h5::Group group);
 
   bool defined() const { return !columns_.empty(); }
+  // Datasets but no `columns` attribute: a definition a kill interrupted (see above).
+  bool interrupted() const { return !orphans_.empty(); }
+  // "/train: datasets (loss, step) without the attribute 'columns' (holding at most 1 row): its
+  // definition was interrupted before its first row was flushed"; "" when not interrupted().
+  std::string damage() const;
+  // Deletes the datasets of an interrupted definition and returns damage() (then the series is
+  // undefined and the next append defines it); "" when there was nothing to drop.
+  std::string drop_interrupted_definition();
   const std::vector<std::string>& columns() const { return columns_; }
   std::vector<int64_t> row_shape(size_t column) const { return row_shapes_.at(column); }
   // Complete rows.
@@ -47,6 +61,8 @@ class Series {
   std::vector<std::string> columns_;
   std::vector<std::vector<int64_t>> row_shapes_;
   std::vector<h5::Dataset> datasets_;
+  std::vector<std::string> orphans_;  // datasets of an interrupted definition
+  int64_t orphan_rows_ = 0;           // the most rows any of them holds
   size_t step_column_ = 0;
   int64_t rows_ = 0;
   bool has_last_step_ = false;

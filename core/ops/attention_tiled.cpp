@@ -246,9 +246,18 @@ void attention_tiled_backward(TensorView<T> dq, TensorView<T> dk, TensorView<T> 
                       dprobs, Bk);
         for (int64_t r = 0; r < rows; ++r) {
           for (int64_t c = 0; c < cols; ++c) {
+            T& p = probs[r * Bk + c];
+            // P = 1 makes the row a point mass, whose softmax Jacobian diag(p) - p p^T is exactly
+            // 0. dP - D is then a difference of two sums of the same terms in different orders:
+            // not 0 but a rounding error, which the logit scale would multiply (at a scale of
+            // 1e30, into infinities). The standard kernel's dS is exactly 0 there; so is this.
+            if (p == T(1)) {
+              p = T(0);
+              continue;
+            }
             T g = dprobs[r * Bk + c];
             if (dropout_p > 0.0f) g = kept(r, c) ? g * keep_scale : T(0);
-            probs[r * Bk + c] *= g - delta[r];
+            p *= g - delta[r];
           }
         }
         // dQ_i (Bq,K) += dS K_j, unscaled until dscale is taken; dK_j (Bk,K) += scale dS^T Q_i.

@@ -5,7 +5,9 @@
 //   P = exp(scale * Q K^T - lse),  D = rowsum(dO * O),  dS = P * (dP - D),  dP = dO V^T.
 // Same masks (key padding, causal with query_offset, fully hidden rows -> zeros), same dropout on
 // the probabilities (element (pair, t, s) kept iff uniform_at(key, pair*T*S + t*S + s) >= p, as
-// in the standard path), same learned-scale gradient.
+// in the standard path), same learned-scale gradient. A row whose recomputed P is exactly 1 (a
+// point mass, as every row is at an extreme model.attention_scale) gets dS = 0, as the standard
+// path computes it, instead of the rounding error of dP - D times the scale.
 //
 // Legend: B batch, H heads, T queries, S keys, K d_k, V d_v.
 #pragma once

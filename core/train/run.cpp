@@ -15,12 +15,15 @@
 #include "core/config/config.h"
 #include "core/decode/average.h"
 #include "core/decode/greedy.h"
+#include "core/dist/abort.h"
+#include "core/io/checkpoint_dir.h"
 #include "core/io/run_log.h"
 #include "core/model/param_count.h"
 #include "core/tensor/blas.h"
 #include "core/train/checkpoints.h"
 #include "core/train/corpus_source.h"
 #include "core/train/diagnostics.h"
+#include "core/train/memory_estimate.h"
 #include "core/train/precision.h"
 #include "core/train/progress.h"
 #include "core/train/trainer.h"
@@ -483,6 +486,36 @@ void finish_run(RunReporting& reporting) {
   std::printf("\nlog: %s/run.h5\n", reporting.dir.c_str());
 }
 
+// A value turned non-finite: the run fails at once. Rank 0 marks the newest checkpoint (written
+// after a finite step: every step before it was checked) as the one to resume or inspect, records
+// the reason in /summary and the status failed; every rank then exits 1 together.
+int record_non_finite(Trainer& trainer, const std::string& dir, io::RunLog* log, dist::Comm& comm) {
+  if (comm.rank() == 0) {
+    const io::CheckpointDir checkpoints(dir + "/ckpt");
+    const std::vector<int64_t> steps = checkpoints.steps();
+    std::string kept = "none";
+    std::string where_to_resume = "no checkpoint was written before it; a rerun starts afresh";
+    if (!steps.empty()) {
+      checkpoints.keep(steps.back());
+      kept = checkpoints.path_for(steps.back());
+      where_to_resume = "the last finite checkpoint is " + kept + " (kept), where a rerun resumes";
+      log->set_summary("last_finite_step", static_cast<double>(steps.back()));
+    }
+    log->set_summary("stop_reason", to_string(StopReason::kNonFinite));
+    log->set_summary("failure", "non-finite value at " + trainer.non_finite());
+    log->set_summary("last_finite_checkpoint", kept);
+    log->set_status(io::RunStatus::failed);
+    std::fprintf(stderr,
+                 "attnlab: error: non-finite value at %s; the run stopped (status failed): %s. "
+                 "Lower the learning rate (train.lr.*) or check the config before rerunning\n",
+                 trainer.non_finite().c_str(), where_to_resume.c_str());
+  }
+  // The other ranks wait until the failure is recorded: a launcher that ends every rank when one
+  // exits non-zero must not cut rank 0's writes short.
+  comm.barrier();
+  return dist::kFailureExitCode;
+}
+
 }  // namespace
 
 void install_stop_signals() {
@@ -500,6 +533,7 @@ void install_stop_signals() {
 int run_training(const RunRequest& request, dist::Comm& comm) {
   const ExperimentConfig& config = request.config;
   config::validate(config);
+  check_memory_fits(config);
   const bool lead = comm.rank() == 0;
   const int threads = static_cast<int>(config.cluster.threads_per_rank);
   blas::set_threads(threads);
@@ -546,6 +580,8 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     throw;
   }
   progress.finish();
+  if (outcome == TrainOutcome::kNonFinite)
+    return record_non_finite(trainer, start.dir, log.get(), comm);
   if (outcome == TrainOutcome::kPreempted) {
     if (lead) {
       log->set_summary("stop_reason", to_string(StopReason::kPreempted));

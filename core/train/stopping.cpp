@@ -10,6 +10,7 @@ const char* to_string(StopReason reason) {
     case StopReason::kPatience: return "patience";
     case StopReason::kEpochs: return "epochs";
     case StopReason::kPreempted: return "preempted";
+    case StopReason::kNonFinite: return "non_finite";
   }
   return "?";
 }

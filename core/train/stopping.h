@@ -18,7 +18,7 @@
 
 namespace attnlab {
 
-enum class StopReason { kSteps, kPatience, kEpochs, kPreempted };
+enum class StopReason { kSteps, kPatience, kEpochs, kPreempted, kNonFinite };
 const char* to_string(StopReason reason);
 
 struct StopState {

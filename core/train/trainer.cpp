@@ -2,8 +2,11 @@
 // ranks -> divide by the global target-token count -> clip -> Adam with the scheduled rate.
 #include "core/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 #include "core/data/batcher.h"
 #include "core/decode/beam.h"
@@ -64,6 +67,43 @@ void allreduce(dist::Comm& comm, BleuStats& stats) {
   stats.ref_length = counts[2 * kBleuMaxOrder + 1];
 }
 
+std::string format_value(double value) {
+  if (std::isnan(value)) return "nan";  // not "-nan": the sign of a NaN means nothing here
+  std::ostringstream text;
+  text << std::setprecision(6) << value;
+  return text.str();
+}
+
+// "step 12: training loss is nan (gradient norm inf)"
+std::string describe_non_finite(int64_t step, double loss, double grad_norm) {
+  const std::string where = "step " + std::to_string(step) + ": ";
+  if (!std::isfinite(loss)) {
+    return where + "training loss is " + format_value(loss) + " (gradient norm " +
+           format_value(grad_norm) + ")";
+  }
+  return where + "gradient norm is " + format_value(grad_norm) + " (training loss " +
+         format_value(loss) + ")";
+}
+
+// "encoder.layers.0.fc1.weight[17] = nan", or "" when every parameter is finite.
+std::string first_non_finite_parameter(Transformer<float>& model) {
+  const float* params = model.params().data();
+  const int64_t size = model.table().size();
+  int64_t bad = size;
+#pragma omp parallel for reduction(min : bad) schedule(static)
+  for (int64_t i = 0; i < size; ++i) {
+    if (!std::isfinite(params[i]) && i < bad) bad = i;
+  }
+  if (bad == size) return "";
+  for (const ParamEntry& entry : model.table().entries()) {
+    if (bad >= entry.offset && bad < entry.offset + entry.shape.numel()) {
+      return entry.name + "[" + std::to_string(bad - entry.offset) +
+             "] = " + format_value(params[bad]);
+    }
+  }
+  return "parameter " + std::to_string(bad) + " = " + format_value(params[bad]);
+}
+
 }  // namespace
 
 std::atomic<bool>& Trainer::stop_requested() {
@@ -96,7 +136,7 @@ void Trainer::restore(int64_t step, int64_t tokens, const DataPosition& position
   broadcast_parameters();
 }
 
-void Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
+bool Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
   const int rank = comm_.rank(), world = comm_.size();
   const int64_t size = model_.table().size();
   model_.zero_grads();
@@ -130,14 +170,37 @@ void Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
     callbacks.on_gradients(step_ + 1);
   }
   row.grad_norm = clip_global_norm(grads, size, config_.train.clip);
-  ++step_;
-  row.lr = schedule_.rate(step_) * stopping_.state().lr_factor;
+  row.loss = sums[0] / tokens;
+  row.nll = sums[1] / tokens;
+  // Loss and norm come from sums every rank holds alike; a non-finite one is never stepped on.
+  const int64_t step = step_ + 1;
+  if (!all_finite(std::isfinite(row.loss) && std::isfinite(row.grad_norm))) {
+    non_finite_ = describe_non_finite(step, row.loss, row.grad_norm);
+    return false;
+  }
+  row.lr = schedule_.rate(step) * stopping_.state().lr_factor;
   adam_.step(model_.params().data(), grads, row.lr);
+  // A finite gradient can still give a non-finite update (Adam's eps 0 with a zero second
+  // moment, an infinite rate): those parameters must not reach a checkpoint.
+  const std::string broken = first_non_finite_parameter(model_);
+  if (!all_finite(broken.empty())) {
+    non_finite_ =
+        "step " + std::to_string(step) + ": the update at learning rate " + format_value(row.lr) +
+        " made parameters non-finite (first: " + (broken.empty() ? "on another rank" : broken) +
+        ")";
+    return false;
+  }
+  step_ = step;
   tokens_ += static_cast<int64_t>(tokens);
   row.step = step_;
   row.tokens = tokens_;
-  row.loss = sums[0] / tokens;
-  row.nll = sums[1] / tokens;
+  return true;
+}
+
+bool Trainer::all_finite(bool finite_here) {
+  int64_t broken = finite_here ? 0 : 1;
+  comm_.allreduce_sum(&broken, 1);
+  return broken == 0;
 }
 
 double Trainer::train_seconds() const {
@@ -146,11 +209,45 @@ double Trainer::train_seconds() const {
          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
 }
 
+namespace {
+
+// The collective timeout while training: cluster.collective_timeout, raised to ten times the
+// median step of this process (a rank that does not arrive within it is stopped or hung), and
+// off again once run() returns (the final evaluation and the summary are rank 0's alone).
+class CollectiveWatch {
+ public:
+  CollectiveWatch(dist::Comm& comm, double floor_seconds) : comm_(comm), floor_(floor_seconds) {
+    comm_.set_collective_timeout(floor_);
+  }
+  CollectiveWatch(const CollectiveWatch&) = delete;
+  CollectiveWatch& operator=(const CollectiveWatch&) = delete;
+  ~CollectiveWatch() { comm_.set_collective_timeout(0.0); }
+
+  void step_took(double seconds) {
+    if (floor_ <= 0) return;
+    constexpr size_t kRecent = 101;
+    if (recent_.size() == kRecent) recent_.erase(recent_.begin());
+    recent_.push_back(seconds);
+    std::vector<double> sorted = recent_;
+    const auto middle = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
+    std::nth_element(sorted.begin(), middle, sorted.end());
+    comm_.set_collective_timeout(std::max(floor_, 10.0 * *middle));
+  }
+
+ private:
+  dist::Comm& comm_;
+  double floor_;
+  std::vector<double> recent_;
+};
+
+}  // namespace
+
 TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   started_ = start;
   auto last = start;
+  CollectiveWatch watch(comm_, config_.cluster.collective_timeout);
   stop_reason_ = StopReason::kSteps;
   // A run resumed from the checkpoint a stop rule ended it at has nothing left to train.
   if (step_ > 0 && stopping_.patience_exhausted()) {
@@ -165,10 +262,14 @@ TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
   while (step_ < config_.train.steps) {
     TrainRow row;
     const int64_t tokens_before = tokens_;
-    train_step(row, callbacks);
+    if (!train_step(row, callbacks)) {
+      stop_reason_ = StopReason::kNonFinite;
+      return TrainOutcome::kNonFinite;
+    }
     const auto now = Clock::now();
     const double step_seconds = std::chrono::duration<double>(now - last).count();
     last = now;
+    watch.step_took(step_seconds);
     row.wall_time = std::chrono::duration<double>(now - start).count();
     row.tokens_per_sec =
         step_seconds > 0 ? static_cast<double>(tokens_ - tokens_before) / step_seconds : 0.0;
@@ -183,6 +284,12 @@ TrainOutcome Trainer::run(const TrainerCallbacks& callbacks) {
     if (finished) fault_point("last_step");
     if ((config_.eval.every > 0 && step_ % config_.eval.every == 0) || finished) {
       EvalRow eval = evaluate(true, config_.eval.bleu_during_training);
+      // The dev sums are reduced over ranks, so every rank reaches the same verdict.
+      if (!std::isfinite(eval.loss)) {
+        non_finite_ = "step " + std::to_string(step_) + ": dev loss is " + format_value(eval.loss);
+        stop_reason_ = StopReason::kNonFinite;
+        return TrainOutcome::kNonFinite;
+      }
       if (callbacks.on_eval) callbacks.on_eval(eval);
       const Observation seen = stopping_.observe(step_, eval.loss);
       if (seen.best && callbacks.on_best) callbacks.on_best(step_);

@@ -40,7 +40,9 @@ struct EvalRow {
   double bleu = -1.0;      // dev BLEU (corpus, eval.bleu_during_training); -1 when not computed
 };
 
-enum class TrainOutcome { kCompleted, kPreempted };
+// kNonFinite: a loss, gradient norm or updated parameter was NaN or infinite; nothing of that
+// step was logged or saved, and non_finite() says what and where.
+enum class TrainOutcome { kCompleted, kPreempted, kNonFinite };
 
 struct TrainerCallbacks {
   std::function<void(const TrainRow&)> on_step;  // every step
@@ -61,7 +63,8 @@ class Trainer {
 
   // Trains from the current step to config.train.steps, or until a stop rule ends the run
   // (train.stop.patience, train.max_epochs: kCompleted with stop_reason() saying which), or until
-  // stop_requested() is set on any rank (then returns kPreempted after the step in flight).
+  // stop_requested() is set on any rank (then returns kPreempted after the step in flight), or
+  // until a value turns non-finite (kNonFinite, at once: see non_finite()).
   TrainOutcome run(const TrainerCallbacks& callbacks);
   // Dev loss and perplexity; exact-match accuracy of greedy decoding (synthetic tasks) and
   // beam-search BLEU (text) when asked.
@@ -74,6 +77,9 @@ class Trainer {
   int64_t step() const { return step_; }
   int64_t tokens_seen() const { return tokens_; }
   StopReason stop_reason() const { return stop_reason_; }
+  // After run() returned kNonFinite: "step 12: training loss is nan" (the step that failed, the
+  // value and what it was).
+  const std::string& non_finite() const { return non_finite_; }
   // Seconds spent in run() over every process that trained this run (checkpoints carry it).
   double train_seconds() const;
   void restore_train_seconds(double seconds) { seconds_before_ = seconds; }
@@ -87,7 +93,12 @@ class Trainer {
   static std::atomic<bool>& stop_requested();
 
  private:
-  void train_step(TrainRow& row, const TrainerCallbacks& callbacks);
+  // Trains one step; false when a value turned non-finite (non_finite_ says which), with
+  // step_ and tokens_ left at the last finite step.
+  bool train_step(TrainRow& row, const TrainerCallbacks& callbacks);
+  // Every rank's verdict on a value every rank computed from the same reduced sums: the job
+  // stops together even if one rank alone saw a non-finite value.
+  bool all_finite(bool finite_here);
 
   ExperimentConfig config_;
   std::unique_ptr<DataSource> data_;
@@ -97,6 +108,7 @@ class Trainer {
   LrSchedule schedule_;
   StoppingRule stopping_;
   StopReason stop_reason_ = StopReason::kSteps;
+  std::string non_finite_;
   int64_t step_ = 0;
   int64_t tokens_ = 0;
   double seconds_before_ = 0.0;  // trained by earlier processes (restored from a checkpoint)

@@ -1,6 +1,7 @@
 #include "core/util/files.h"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -55,6 +56,33 @@ void write_file_atomically(const std::string& path, const std::string& contents)
     }
   }
   replace_file(temporary, path);
+}
+
+int64_t free_bytes(const std::string& path) {
+  namespace fs = std::filesystem;
+  // The nearest existing ancestor: a write into a missing directory fails by itself, naming it.
+  std::error_code error;
+  fs::path probe = fs::absolute(path);
+  while (!fs::exists(probe, error) && probe.has_parent_path() && probe != probe.parent_path()) {
+    probe = probe.parent_path();
+  }
+  struct statvfs stats {};
+  CHECK(::statvfs(probe.c_str(), &stats) == 0)
+      << probe.string()
+      << ": cannot read the free space of its file system: " << std::strerror(errno);
+  return static_cast<int64_t>(stats.f_bavail) * static_cast<int64_t>(stats.f_frsize);
+}
+
+void require_free_space(const std::string& path, int64_t needed, const std::string& what) {
+  const int64_t free = free_bytes(path);
+  if (free >= needed) return;
+  constexpr int64_t kKiB = 1024;
+  throw Error(path + ": not written: the file system has " + std::to_string(free / kKiB) +
+              " KiB free, less than the " + std::to_string((needed + kKiB - 1) / kKiB) +
+              " KiB that " + what +
+              " needs with its reserve (a write cut short by a full disk would leave the file "
+              "unreadable), so nothing was written and what the file held is intact. Free "
+              "space, then rerun to resume");
 }
 
 }  // namespace attnlab

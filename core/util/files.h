@@ -3,6 +3,7 @@
 // hypotheses, run logs, checkpoints and tokenizer models.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace attnlab {
@@ -15,5 +16,13 @@ void replace_file(const std::string& temporary, const std::string& path);
 
 // Writes `contents` to <path>.tmp-<pid> and replaces `path` with it (as above).
 void write_file_atomically(const std::string& path, const std::string& contents);
+
+// Bytes an unprivileged process may still write on the file system that holds `path` (that of
+// its nearest existing ancestor, when `path` does not exist yet).
+int64_t free_bytes(const std::string& path);
+// Checked before a write that a full disk must not cut short (HDF5 leaves a file whose flush
+// failed half-written, unreadable): an Error naming `path`, the free space and `needed` unless
+// the file system has at least `needed` bytes free. `what` says what would have been written.
+void require_free_space(const std::string& path, int64_t needed, const std::string& what);
 
 }  // namespace attnlab

@@ -24,6 +24,7 @@ import collections
 import glob
 import hashlib
 import json
+import math
 import os
 import re
 import sys
@@ -70,13 +71,33 @@ class UsageError(Exception):
 # Reading and cleaning
 # ---------------------------------------------------------------------------------------------
 
+# The limits of attnlab's corpus reader (core/data/corpus.h): one line at most 1 MiB, a file at
+# most 64 GiB; a device or pipe (/dev/zero) is refused rather than read for ever.
+MAX_LINE_BYTES = 1 << 20
+MAX_FILE_BYTES = 64 << 30
+
+
+def check_input_file(path):
+    """DataError unless `path` is a regular file within MAX_FILE_BYTES."""
+    if not os.path.exists(path):
+        raise DataError(f"cannot open {path} (missing file)")
+    if not os.path.isfile(path):
+        raise DataError(f"{path} is not a regular file (a directory, a device or a pipe)")
+    size = os.path.getsize(path)
+    if size > MAX_FILE_BYTES:
+        raise DataError(f"{path}: {size} bytes, more than the {MAX_FILE_BYTES >> 30} GiB limit "
+                        "of a corpus file")
+
+
 def read_lines(path):
     """The file's lines as text, as attnlab's corpus reader takes them: split on \\n, a \\r before
-    it removed; a UTF-8 byte-order mark at the start is removed. Invalid UTF-8 is an error naming
-    the line and byte, as `attnlab train` reports it."""
+    it removed; a UTF-8 byte-order mark at the start is removed. Invalid UTF-8, a file that is
+    not regular and a line or file over the limits above are errors naming the file (and the
+    line and byte), as `attnlab train` reports them."""
+    check_input_file(path)
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            data = handle.read()  # a regular file whose size was checked above
     except OSError as error:
         raise DataError(f"cannot open {path} ({error.strerror})") from error
     raw = data.split(b"\n")
@@ -88,6 +109,9 @@ def read_lines(path):
     for number, line in enumerate(raw, 1):
         if line.endswith(b"\r"):
             line = line[:-1]
+        if len(line) > MAX_LINE_BYTES:
+            raise DataError(f"{path}:{number}: a line of {len(line)} bytes, longer than the "
+                            f"{MAX_LINE_BYTES >> 10} KiB limit of one segment")
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -232,6 +256,7 @@ def stamp_of(args):
     inputs = {}
     for split, (src, tgt) in input_files(args).items():
         for side, path in (("src", src), ("tgt", tgt)):
+            check_input_file(path)
             try:
                 inputs[f"{split}_{side}"] = sha256_file(path)
             except OSError as error:
@@ -481,6 +506,9 @@ def check_arguments(args):
                              f"pairs; with --{split}-src the {split} split is that file")
         if size is not None and size < 1:
             raise UsageError(f"--{split}-size must be at least 1, got {size}")
+    if not math.isfinite(args.max_ratio) or not math.isfinite(args.max_length):
+        raise UsageError(f"--max-length and --max-ratio must be finite numbers, got "
+                         f"{args.max_length} and {args.max_ratio}")
     if args.max_length < 0 or args.max_ratio < 0:
         raise UsageError("--max-length and --max-ratio must be >= 0 (0 = no limit)")
     if args.max_ratio and args.max_ratio < 1:

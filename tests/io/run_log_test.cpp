@@ -354,6 +354,67 @@ TEST(RunLog, ResumeDropsRowsAfterTheCheckpointStep) {
   EXPECT_EQ(grad.dataset("value").read<double>(), (std::vector<double>{1, 2, 5, 6}));
 }
 
+// What a writer killed inside a series' first append leaves: the column datasets (one of them
+// with the row) but not the `columns` attribute, as Series::define writes it last.
+void leave_interrupted_definition(const std::string& path, const std::string& group_path) {
+  h5::File file = h5::File::open(path, h5::Access::write);
+  h5::Group group = file.root().group(group_path);
+  h5::Dataset step = group.create_extendable<int64_t>("step", {}, 16);
+  const int64_t first = 3;
+  step.append(&first, 1);
+  group.create_extendable<double>("ppl", {}, 16);
+  file.flush();
+}
+
+TEST(RunLog, AHalfDefinedSeriesIsReportedDamagedAndAResumeDropsAndRedefinesIt) {
+  TempDir dir;
+  std::string path = dir.file("run.h5");
+  {
+    RunLog log = RunLog::create(path, sample_info(), kConfig);
+    append_train_steps(log, 1, 4);
+  }
+  leave_interrupted_definition(path, "eval");
+  {
+    // A metric group created and labelled whose datasets never came.
+    h5::File file = h5::File::open(path, h5::Access::write);
+    file.root().group("diagnostics").create_group("grad_norm").set_strings("labels", {"a", "b"});
+    // A metric whose attribute is missing but whose (step, value) hold a row: rebuilt.
+    h5::Group scores = file.root().group("diagnostics").create_group("qk_grad_norm");
+    const int64_t step = 2;
+    const double values[2] = {0.5, 0.25};
+    scores.create_extendable<int64_t>("step", {}, 16).append(&step, 1);
+    scores.create_extendable<double>("value", {2}, 16).append(values, 1);
+    file.flush();
+  }
+  RunContents damaged = read_run(path);
+  ASSERT_EQ(damaged.damaged.size(), 2u);
+  EXPECT_EQ(damaged.damaged[0],
+            "/eval: datasets (ppl, step) without the attribute 'columns' (holding at most 1 row): "
+            "its definition was interrupted before its first row was flushed");
+  EXPECT_EQ(damaged.train.rows, 4);
+  {
+    RunLog log = RunLog::resume(path, 4);
+    log.append_eval({{"step", 3}, {"ppl", 9.0}, {"loss", 2.0}});
+    log.append_diagnostic("grad_norm", 4, {2}, {1, 2}, {"a", "b"});
+    append_train_steps(log, 5, 5);
+  }
+  RunContents run = read_run(path);
+  EXPECT_TRUE(run.damaged.empty());
+  EXPECT_EQ(run.eval.columns, (std::vector<std::string>{"step", "ppl", "loss"}));
+  EXPECT_EQ(run.eval.column("ppl"), (std::vector<double>{9.0}));
+  EXPECT_EQ(run.train.rows, 5);
+  ASSERT_EQ(run.repairs.size(), 2u);
+  EXPECT_EQ(run.repairs[0], "resumed at step 4, dropped " + damaged.damaged[0]);
+  EXPECT_EQ(run.repairs[1],
+            "resumed at step 4, rebuilt " + damaged.damaged[1] + " as (step, value)");
+  h5::File file = h5::File::open(path, h5::Access::read);
+  h5::Group grad = file.root().group("diagnostics").group("grad_norm");
+  EXPECT_EQ(grad.dataset("step").read<int64_t>(), (std::vector<int64_t>{4}));
+  h5::Group scores = file.root().group("diagnostics").group("qk_grad_norm");
+  EXPECT_EQ(scores.get_strings("columns"), (std::vector<std::string>{"step", "value"}));
+  EXPECT_EQ(scores.dataset("value").read<double>(), (std::vector<double>{0.5, 0.25}));
+}
+
 TEST(RunLog, ResumeAtStepZeroEmptiesTheSeriesButKeepsTheirColumns) {
   TempDir dir;
   std::string path = dir.file("run.h5");

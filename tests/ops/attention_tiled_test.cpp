@@ -283,6 +283,29 @@ const TiledCase kCases[] = {
 
 INSTANTIATE_TEST_SUITE_P(Cases, AttentionTiledTest, ::testing::ValuesIn(kCases), case_name);
 
+// At a logit scale of 1e30 (model.attention_scale) every row is a point mass: softmax's Jacobian
+// is 0, so dQ and dK are 0 and dV takes dO whole. The standard path computes exactly that; the
+// tiled one must too, rather than multiply rounding errors of dP - D by 1e30 into infinities.
+TEST(AttentionTiled, HugeScaleGivesTheStandardPathsFiniteGradients) {
+  for (const TiledCase& c : {TiledCase{2, 2, 70, 67, 8, 8, MaskKind::kPaddingCausal, "1e30", 0.0f},
+                             TiledCase{2, 2, 65, 100, 8, 8, MaskKind::kPadding, "1e30", 0.3f}}) {
+    SCOPED_TRACE(c.keys);
+    const Inputs<float> in = make_inputs<float>(c, 214);
+    const AttentionRun<float> standard = run_standard<float>(c, in);
+    const AttentionRun<float> tiled = run_tiled<float>(c, in, 1);
+    for (const std::vector<float>* values :
+         {&standard.out, &standard.dq, &standard.dk, &standard.dv, &tiled.out, &tiled.dq, &tiled.dk,
+          &tiled.dv}) {
+      for (float value : *values) ASSERT_TRUE(std::isfinite(value));
+    }
+    for (float value : standard.dq) ASSERT_EQ(value, 0.0f);
+    EXPECT_LT(max_scaled_difference(tiled.out, standard.out), 1e-5);
+    EXPECT_TRUE(bitwise_equal(tiled.dq, standard.dq));
+    EXPECT_TRUE(bitwise_equal(tiled.dk, standard.dk));
+    EXPECT_LT(max_scaled_difference(tiled.dv, standard.dv), 1e-5);
+  }
+}
+
 // Central differences in double over a case that crosses a key tile, with padding, causal offset
 // rows that see nothing, dropout and a learned scale.
 TEST(AttentionTiled, GradientMatchesCentralDifferences) {

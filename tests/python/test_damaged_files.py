@@ -63,9 +63,10 @@ def test_the_analysis_raises_its_error_and_survives():
 
 @pytest.mark.slow
 def test_a_full_disk_is_a_clear_error_with_exit_one_not_a_crash(attnlab, tmp_path):
-    """Training into a 300 KiB file system: the write that fails is named with "No space left on
-    device", the exit code is 1 (HDF5's exit handler used to crash on the half-written file: 139)
-    and the run log that was written stays readable, its run marked failed."""
+    """Training into a 300 KiB file system: the write that would not fit is refused before it
+    starts, naming the free space, the exit code is 1 (HDF5's exit handler used to crash on the
+    half-written file: 139) and the run log that was written stays readable, its run marked
+    failed (tests/python/test_full_disk.py covers the resume)."""
     disk = tmp_path / "small"
     disk.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(disk)],
@@ -77,7 +78,7 @@ def test_a_full_disk_is_a_clear_error_with_exit_one_not_a_crash(attnlab, tmp_pat
                              "--set", "train.steps=400", "--set", "cluster.ranks=1", "--out",
                              disk / "run", check=False, timeout=300)
         assert result.returncode == 1, (result.returncode, result.stderr[-2000:])
-        assert "No space left on device" in result.stderr
+        assert "not written: the file system has" in result.stderr
         status = run_attnlab(attnlab, "status", disk / "run").stdout
         assert " failed " in status, status
     finally:

@@ -9,6 +9,7 @@ run on a prepared corpus."""
 import hashlib
 import os
 import re
+import subprocess
 import sys
 
 import h5py
@@ -359,6 +360,34 @@ def test_invalid_utf8_in_a_dev_file_names_that_file(attnlab, tmp_path):
     assert f"{files['dev-src']}:2: invalid UTF-8 at byte 1 of the line" in result.stderr
 
 
+def test_a_device_or_an_overlong_line_is_refused_naming_the_limit(attnlab, tmp_path):
+    """/dev/zero used to be read for ever (and a line without end held whole in memory): the
+    script and attnlab's own readers refuse a file that is not regular and a line over 1 MiB."""
+    files = drawn_corpus(tmp_path, pairs=20)
+    result = run_attnlab(attnlab, "data", "text", "--src", "/dev/zero", "--tgt",
+                         files["train-tgt"], "--out", tmp_path / "corpus", check=False,
+                         timeout=60)
+    assert result.returncode == 1
+    assert "/dev/zero is not a regular file" in result.stderr, result.stderr
+    long_line = tmp_path / "long.txt"
+    long_line.write_bytes(b"ok\n" + b"x" * ((1 << 20) + 1) + b"\n")
+    files["train-src"].write_bytes(long_line.read_bytes() + b"y\n" * 18)
+    result = prepare(attnlab, tmp_path / "corpus", files, check=False)
+    assert result.returncode == 1
+    assert f"{files['train-src']}:2: a line of 1048577 bytes, longer than the 1024 KiB limit" \
+        in result.stderr, result.stderr
+    bleu = run_attnlab(attnlab, "bleu", long_line, long_line, check=False)
+    assert bleu.returncode == 1
+    assert f"{long_line}:2: a line longer than 1024 KiB (the limit of one segment" in bleu.stderr
+    device = run_attnlab(attnlab, "bleu", "/dev/zero", long_line, check=False, timeout=60)
+    assert device.returncode == 1 and "/dev/zero is not a regular file" in device.stderr
+    # An endless stdin is stopped at its line limit, not read until memory runs out.
+    endless = subprocess.run(f"head -c 3000000 /dev/zero | {attnlab} bleu {files['train-tgt']}",
+                             shell=True, capture_output=True, text=True, timeout=60)
+    assert endless.returncode == 1
+    assert "a line longer than 1024 KiB" in endless.stderr, endless.stderr
+
+
 def test_mismatched_line_counts_name_both_files_and_counts(attnlab, tmp_path):
     files = drawn_corpus(tmp_path, pairs=20)
     write_lines(files["train-tgt"], [good_pair(i)[1] for i in range(19)])
@@ -375,6 +404,7 @@ def test_mismatched_line_counts_name_both_files_and_counts(attnlab, tmp_path):
     ([], ("en", "en"), "--src-lang and --tgt-lang must differ"),
     ([], ("en", "d/e"), "letters, digits, - and _ only"),
     (["--max-ratio", "0.5"], ("en", "de"), "--max-ratio"),
+    (["--max-ratio", "nan"], ("en", "de"), "--max-length and --max-ratio must be finite numbers"),
     (["--dev-size", "0"], ("en", "de"), "--dev-size must be at least 1"),
     (["--slice"], ("en", "de"), "--slice is not an option of data text"),
 ])

@@ -2,13 +2,15 @@
 file of a run changed."""
 
 import hashlib
+import re
+import subprocess
 
 import h5py
 import numpy as np
 import pytest
 
 from conftest import ROOT, run_attnlab
-from test_train_cli import train
+from test_train_cli import TASK, train
 
 
 def digest(path):
@@ -107,3 +109,23 @@ def test_a_new_training_corpus_does_not_inherit_another_corpuss_dev_and_test(att
     subset = run_attnlab(attnlab, "config", "-c", ROOT / "experiments" / "small" / "tiny.yaml",
                          "--set", "data.train.src=data/bible/train.half.en")
     assert subset.returncode == 0
+
+
+def test_sizes_that_cannot_fit_in_memory_are_refused_before_allocating_naming_the_key(
+        attnlab, tmp_path):
+    # 2^31 - 1 synthetic pairs used to be allocated until the process was killed.
+    result = train(attnlab, tmp_path / "huge", "--set", "data.synthetic.train_size=2147483647",
+                   check=False, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert re.search(r"this run needs at least [\d.]+ GiB of memory per process, more than the "
+                     r"[\d.]+ GiB of the physical memory of this machine; the largest part is "
+                     r"synthetic training pairs \([\d.]+ GiB\): lower data.synthetic.train_size",
+                     result.stderr), result.stderr
+    assert not (tmp_path / "huge" / "run.h5").exists()
+    # A thousand threads' stacks under an address-space limit used to hang instead of failing.
+    limited = subprocess.run(
+        f"ulimit -v 4000000; exec {attnlab} train -c {TASK} --set cluster.threads_per_rank=1024 "
+        f"--out {tmp_path / 'threads'}", shell=True, capture_output=True, text=True, timeout=60)
+    assert limited.returncode == 1, limited.stderr
+    assert "address-space limit (ulimit -v); the largest part is thread stacks" in \
+        limited.stderr and "lower cluster.threads_per_rank" in limited.stderr, limited.stderr
