@@ -84,13 +84,12 @@ def model_row(name):
     return str(name).split(".")[0]
 
 
-def choose(frame):
-    """(rate, geometric-mean PPL, scores) for the rate under which every row learns with the
-    lowest geometric-mean dev PPL; rate None when no rate lets every row learn."""
-    rows = frame["row"].nunique()
+def choose(frame, declared):
+    """(rate, geometric-mean PPL, scores) for the rate under which every declared row has run
+    and learns, with the lowest geometric-mean dev PPL; rate None when no rate does yet."""
     scores = {}
     for rate, part in frame.groupby("rate"):
-        if part["row"].nunique() < rows or not part["learns"].all():
+        if set(part["row"]) != set(declared) or not part["learns"].all():
             continue
         per_row = part.assign(log=np.log(part["dev_ppl"])).groupby("row")["log"].mean()
         scores[float(rate)] = float(per_row.mean())
@@ -130,7 +129,7 @@ def curves(sweep, frame, path):
     plt.close(figure)
 
 
-def markdown(sweep, frame, choice, warmup, notes=None):
+def markdown(sweep, frame, declared, choice, warmup, notes=None):
     rate, geometric, scores = choice
     steps = sorted(set(frame["steps"]))
     lines = [f"# Fixed-budget pilot ({sweep.name})", "",
@@ -153,7 +152,7 @@ def markdown(sweep, frame, choice, warmup, notes=None):
     lines.append("")
     for value, part in frame.groupby("rate"):
         failing = sorted(set(part.loc[~part["learns"], "row"]))
-        missing = sorted(set(frame["row"]) - set(part["row"]))
+        missing = sorted(set(declared) - set(part["row"]))
         verdict = (f"every row learns; geometric-mean dev PPL {math.exp(scores[value]):.2f}"
                    if value in scores else
                    "; ".join(filter(None, [
@@ -163,7 +162,8 @@ def markdown(sweep, frame, choice, warmup, notes=None):
                      f"d_model 64): {verdict}.")
     lines.append("")
     if rate is None:
-        lines.append("**No rate lets every row learn yet**: no choice is made.")
+        lines.append("**No rate has let every row learn yet** (rows without a run count as not "
+                     "shown to learn): no choice is made.")
     else:
         lines.append(f"**Chosen: noam scale {rate:g}** (peak {peak_at_d_model_64(rate, warmup):.2e}"
                      f" at d_model 64; geometric-mean dev PPL {geometric:.2f}).")
@@ -189,7 +189,8 @@ def main(argv=None):
             raise AnalysisError(f"{sweep.directory}: the pilot's runs must share one warmup, "
                                 f"found {sorted(warmups)}")
         warmup = int(next(iter(warmups)))
-        choice = choose(frame)
+        declared = sorted({model_row(row) for row in sweep.runs["row"]})
+        choice = choose(frame, declared)
         out = pathlib.Path(args.out) if args.out else sweep.directory / "pilot"
         notes = read_notes(args.notes, out) if args.notes else None
     except AnalysisError as error:
@@ -198,7 +199,8 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "pilot.csv", index=False, float_format="%.10g")
     curves(sweep, frame, out / "pilot_curves.png")
-    (out / "pilot.md").write_text(markdown(sweep, frame, choice, warmup, notes), encoding="utf-8")
+    (out / "pilot.md").write_text(markdown(sweep, frame, declared, choice, warmup, notes),
+                                  encoding="utf-8")
     rate = choice[0]
     verdict = "no rate lets every row learn yet" if rate is None else f"chosen: noam scale {rate:g}"
     print(f"{verdict}; written to {out}")

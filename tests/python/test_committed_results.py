@@ -189,3 +189,22 @@ def test_the_committed_precision_pilot_is_what_its_logs_give(tmp_path):
         assert not diff, (f"{name} is stale; regenerate it with python3 -m "
                           f"analysis.precision_pilot docs/results/pilot-bf16/runs --out "
                           f"docs/results/pilot-bf16 --notes docs/results/pilot-bf16-notes.md\n{diff}")
+
+
+PILOT_BUDGET = ROOT / "docs" / "results" / "pilot-budget"
+
+
+def test_the_committed_budget_pilot_is_what_its_logs_give(tmp_path):
+    """docs/results/pilot-budget: the table (which runs learn) and the choice, or the absence of
+    one while rows have no run yet, are recomputed from the committed run logs and manifest."""
+    result = subprocess.run([sys.executable, "-m", "analysis.pilot_budget",
+                             str(PILOT_BUDGET / "runs"), "--out", str(tmp_path)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    diff = _diff((PILOT_BUDGET / "pilot.csv").read_text(), (tmp_path / "pilot.csv").read_text(),
+                 "pilot.csv")
+    assert not diff, f"pilot.csv is stale; regenerate with python3 -m analysis.pilot_budget\n{diff}"
+    fresh = (tmp_path / "pilot.md").read_text().splitlines()
+    committed = (PILOT_BUDGET / "pilot.md").read_text()
+    verdicts = [line for line in fresh if line.startswith(("- scale", "**"))]
+    assert verdicts and all(line in committed for line in verdicts), verdicts

@@ -37,7 +37,7 @@ def test_the_choice_is_the_lowest_geometric_mean_among_rates_where_every_row_lea
     entries = [("base", 0.2, 30.0, True), ("deep", 0.2, 40.0, True),
                ("base", 0.4, 20.0, True), ("deep", 0.4, 90.0, False),   # lower base, deep fails
                ("base", 0.1, 36.0, True), ("deep", 0.1, 36.0, True)]
-    rate, geometric, scores = choose(frame(entries))
+    rate, geometric, scores = choose(frame(entries), ["base", "deep"])
     # 0.2: sqrt(30 * 40) = 34.64 beats 0.1: 36; 0.4 is out because deep does not learn there.
     assert rate == 0.2
     assert geometric == pytest.approx(math.sqrt(1200.0))
@@ -46,8 +46,11 @@ def test_the_choice_is_the_lowest_geometric_mean_among_rates_where_every_row_lea
 
 def test_no_choice_when_no_rate_lets_every_row_learn_or_a_row_has_no_run():
     rate, geometric, scores = choose(frame([("base", 0.2, 30.0, True), ("deep", 0.2, 90.0, False),
-                                            ("base", 0.4, 20.0, True)]))
+                                            ("base", 0.4, 20.0, True)]), ["base", "deep"])
     assert rate is None and scores == {} and math.isnan(geometric)
+    # A row the sweep declares but that has no completed run yet blocks the choice too.
+    rate, _, _ = choose(frame([("base", 0.2, 30.0, True)]), ["base", "deep"])
+    assert rate is None
 
 
 def test_rows_and_peaks():
