@@ -5,6 +5,7 @@ Every function returns the list of files it wrote and a note when the data is ab
 report says what was skipped and why.
 """
 
+import dataclasses
 import math
 import pathlib
 
@@ -215,6 +216,37 @@ def _first_run_with_attention(sweep, row_key):
     return None
 
 
+@dataclasses.dataclass
+class ProbeMaps:
+    """One attention stack of the probe sentence of a row's first completed run with a probe."""
+    row_key: str
+    run_id: str
+    probe_name: str
+    stack: str
+    layers: list         # per layer, (heads, queries, keys) weights
+    query_tokens: list
+    key_tokens: list
+
+
+def probe_maps(sweep, rows):
+    """ProbeMaps of each chosen row and stack that has maps, in row and STACKS order: what the
+    PNG heat maps and the report page's maps both draw."""
+    for row_key in rows:
+        run_id = _first_run_with_attention(sweep, row_key)
+        if run_id is None:
+            continue
+        probes = sweep.data[run_id].attention
+        probe_name = sorted(probes)[0]
+        probe = probes[probe_name]
+        for stack in STACKS:
+            layers = probe.maps.get(stack, [])
+            if not layers:
+                continue
+            queries = probe.source_tokens if stack == "encoder_self" else probe.target_tokens
+            keys = probe.target_tokens if stack == "decoder_self" else probe.source_tokens
+            yield ProbeMaps(row_key, run_id, probe_name, stack, layers, queries, keys)
+
+
 def draw_head_map(axis, weights, colorbar=False):
     """One head's attention map (rows queries, columns keys) on its own colour scale, 0 to its
     largest weight: weakly trained heads stay near uniform, which a shared 0..1 scale would
@@ -233,44 +265,34 @@ def draw_head_map(axis, weights, colorbar=False):
 def attention_maps(sweep, out_dir, rows):
     """One PNG per (row, stack): a layers x heads grid of the probe sentence's attention."""
     written = []
-    for row_key in rows:
-        run_id = _first_run_with_attention(sweep, row_key)
-        if run_id is None:
-            continue
-        probes = sweep.data[run_id].attention
-        probe_name = sorted(probes)[0]
-        probe = probes[probe_name]
-        for stack in STACKS:
-            layers = probe.maps.get(stack, [])
-            if not layers:
-                continue
-            heads = max(m.shape[0] for m in layers)
-            queries = probe.source_tokens if stack == "encoder_self" else probe.target_tokens
-            keys = probe.target_tokens if stack == "decoder_self" else probe.source_tokens
-            size = 2.2 + 0.12 * max(len(keys), 1)
-            figure, axes = plt.subplots(len(layers), heads, squeeze=False,
-                                        figsize=(size * heads + 1, size * len(layers) + 0.6))
-            for layer, weights in enumerate(layers):
-                for head in range(heads):
-                    axis = axes[layer][head]
-                    if head >= weights.shape[0]:
-                        axis.axis("off")
-                        continue
-                    peak = draw_head_map(axis, weights[head], colorbar=True)
-                    axis.set_title(f"layer {layer}, head {head} (max {peak:.2f})", fontsize=9)
-                    if len(keys) == weights.shape[2] and len(keys) <= 40:
-                        axis.set_xticks(range(len(keys)), keys, fontsize=7, rotation=90)
-                    if len(queries) == weights.shape[1] and len(queries) <= 40:
-                        axis.set_yticks(range(len(queries)), queries, fontsize=7)
-                    if layer == len(layers) - 1:
-                        axis.set_xlabel("key position (token)")
-                    if head == 0:
-                        axis.set_ylabel("query position (token)")
-            figure.suptitle(f"{STACK_TITLES[stack]}, {probe_name}: row {row_key}, "
-                            f"seed {sweep.data[run_id].attrs.get('seed')} (each map coloured "
-                            "from 0 to its own maximum, its colour bar beside it)")
-            path = pathlib.Path(out_dir) / f"attention_{_safe(row_key)}_{stack}.png"
-            written.append(_save(figure, path))
+    for maps in probe_maps(sweep, rows):
+        row_key, run_id, probe_name, stack = maps.row_key, maps.run_id, maps.probe_name, maps.stack
+        layers, queries, keys = maps.layers, maps.query_tokens, maps.key_tokens
+        heads = max(m.shape[0] for m in layers)
+        size = 2.2 + 0.12 * max(len(keys), 1)
+        figure, axes = plt.subplots(len(layers), heads, squeeze=False,
+                                    figsize=(size * heads + 1, size * len(layers) + 0.6))
+        for layer, weights in enumerate(layers):
+            for head in range(heads):
+                axis = axes[layer][head]
+                if head >= weights.shape[0]:
+                    axis.axis("off")
+                    continue
+                peak = draw_head_map(axis, weights[head], colorbar=True)
+                axis.set_title(f"layer {layer}, head {head} (max {peak:.2f})", fontsize=9)
+                if len(keys) == weights.shape[2] and len(keys) <= 40:
+                    axis.set_xticks(range(len(keys)), keys, fontsize=7, rotation=90)
+                if len(queries) == weights.shape[1] and len(queries) <= 40:
+                    axis.set_yticks(range(len(queries)), queries, fontsize=7)
+                if layer == len(layers) - 1:
+                    axis.set_xlabel("key position (token)")
+                if head == 0:
+                    axis.set_ylabel("query position (token)")
+        figure.suptitle(f"{STACK_TITLES[stack]}, {probe_name}: row {row_key}, "
+                        f"seed {sweep.data[run_id].attrs.get('seed')} (each map coloured "
+                        "from 0 to its own maximum, its colour bar beside it)")
+        path = pathlib.Path(out_dir) / f"attention_{_safe(row_key)}_{stack}.png"
+        written.append(_save(figure, path))
     note = "" if written or not rows else ("attention heat maps: no completed run of the "
                                            "chosen rows stored a probe.")
     return written, note

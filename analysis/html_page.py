@@ -23,8 +23,7 @@ import plotly.io
 from plotly.offline import get_plotlyjs
 
 from analysis import render
-from analysis.figures import STACK_TITLES
-from analysis.runfile import STACKS
+from analysis.figures import STACK_TITLES, probe_maps
 
 PAGE = "report.html"
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
@@ -232,54 +231,44 @@ def attention_figures(sweep, rows):
     picks the layer and head. Each map is coloured from 0 to its own largest weight (as the
     PNGs). Returns [(title, figure)]."""
     out = []
-    for row_key in rows:
-        run_id = next((r for r in sweep.completed(row_key) if sweep.data[r].attention), None)
-        if run_id is None:
-            continue
-        probes = sweep.data[run_id].attention
-        probe_name = sorted(probes)[0]
-        probe = probes[probe_name]
-        for stack in STACKS:
-            layers = probe.maps.get(stack, [])
-            if not layers:
-                continue
-            query_tokens = probe.source_tokens if stack == "encoder_self" else probe.target_tokens
-            key_tokens = probe.target_tokens if stack == "decoder_self" else probe.source_tokens
-            figure, names = go.Figure(), []
-            for layer, weights in enumerate(layers):
-                for head in range(weights.shape[0]):
-                    head_map = weights[head]
-                    queries = _labels(query_tokens, head_map.shape[0])
-                    keys = _labels(key_tokens, head_map.shape[1])
-                    peak = float(head_map.max())
-                    # Numeric axes labelled with the tokens: a categorical axis would merge
-                    # repeated tokens into one position.
-                    figure.add_heatmap(
-                        z=head_map, zmin=0.0, zmax=peak if peak > 0 else 1.0,
-                        colorscale="Viridis", visible=not names,
-                        text=[[f"{q} → {k}" for k in keys] for q in queries],
-                        hovertemplate="%{text}<br>weight %{z:.3f}<extra></extra>")
-                    names.append(f"layer {layer}, head {head} (max {peak:.2f})")
-            buttons = [{"label": name, "method": "update",
-                        "args": [{"visible": [i == chosen for i in range(len(names))]},
-                                 {"title.text": f"{STACK_TITLES[stack]}: {name}"}]}
-                       for chosen, name in enumerate(names)]
-            size = max(len(query_tokens), len(key_tokens), 1)
-            figure.update_layout(
-                title={"text": f"{STACK_TITLES[stack]}: {names[0]}", "y": 0.98, "yanchor": "top"},
-                # The menu sits between the title and the map.
-                updatemenus=[{"buttons": buttons, "x": 0.0, "xanchor": "left", "y": 1.02,
-                              "yanchor": "bottom"}],
-                margin={"t": 110},
-                height=min(900, max(460, 280 + 18 * size)),
-                width=min(1100, max(780, 340 + 20 * size)),
-                xaxis={"title": "key (token)", "tickvals": list(range(len(key_tokens))),
-                       "ticktext": [str(t) for t in key_tokens], "tickangle": -90},
-                yaxis={"title": "query (token)", "autorange": "reversed",
-                       "tickvals": list(range(len(query_tokens))),
-                       "ticktext": [str(t) for t in query_tokens]})
-            seed = sweep.data[run_id].attrs.get("seed")
-            out.append((f"{row_key}, seed {seed}, {probe_name}: {STACK_TITLES[stack]}", figure))
+    for maps in probe_maps(sweep, rows):
+        row_key, run_id, probe_name, stack = maps.row_key, maps.run_id, maps.probe_name, maps.stack
+        layers, query_tokens, key_tokens = maps.layers, maps.query_tokens, maps.key_tokens
+        figure, names = go.Figure(), []
+        for layer, weights in enumerate(layers):
+            for head in range(weights.shape[0]):
+                head_map = weights[head]
+                queries = _labels(query_tokens, head_map.shape[0])
+                keys = _labels(key_tokens, head_map.shape[1])
+                peak = float(head_map.max())
+                # Numeric axes labelled with the tokens: a categorical axis would merge
+                # repeated tokens into one position.
+                figure.add_heatmap(
+                    z=head_map, zmin=0.0, zmax=peak if peak > 0 else 1.0,
+                    colorscale="Viridis", visible=not names,
+                    text=[[f"{q} → {k}" for k in keys] for q in queries],
+                    hovertemplate="%{text}<br>weight %{z:.3f}<extra></extra>")
+                names.append(f"layer {layer}, head {head} (max {peak:.2f})")
+        buttons = [{"label": name, "method": "update",
+                    "args": [{"visible": [i == chosen for i in range(len(names))]},
+                             {"title.text": f"{STACK_TITLES[stack]}: {name}"}]}
+                   for chosen, name in enumerate(names)]
+        size = max(len(query_tokens), len(key_tokens), 1)
+        figure.update_layout(
+            title={"text": f"{STACK_TITLES[stack]}: {names[0]}", "y": 0.98, "yanchor": "top"},
+            # The menu sits between the title and the map.
+            updatemenus=[{"buttons": buttons, "x": 0.0, "xanchor": "left", "y": 1.02,
+                          "yanchor": "bottom"}],
+            margin={"t": 110},
+            height=min(900, max(460, 280 + 18 * size)),
+            width=min(1100, max(780, 340 + 20 * size)),
+            xaxis={"title": "key (token)", "tickvals": list(range(len(key_tokens))),
+                   "ticktext": [str(t) for t in key_tokens], "tickangle": -90},
+            yaxis={"title": "query (token)", "autorange": "reversed",
+                   "tickvals": list(range(len(query_tokens))),
+                   "ticktext": [str(t) for t in query_tokens]})
+        seed = sweep.data[run_id].attrs.get("seed")
+        out.append((f"{row_key}, seed {seed}, {probe_name}: {STACK_TITLES[stack]}", figure))
     return out
 
 

@@ -126,14 +126,20 @@ def markdown(sweep, frame, choice, notes=None):
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m analysis.pilot",
-                                     description="The learning-rate pilot's table and choice.")
-    parser.add_argument("sweep", help="the pilot's sweep directory (runs/pilot-lr)")
+def pilot_arguments(module, description, example, argv):
+    """The command line every pilot page takes: SWEEP [--out DIR] [--notes FILE]."""
+    parser = argparse.ArgumentParser(prog=f"python3 -m analysis.{module}",
+                                     description=description)
+    parser.add_argument("sweep", help=f"the pilot's sweep directory ({example})")
     parser.add_argument("--out", help="output directory (default: <sweep>/pilot)")
     parser.add_argument("--notes", help="a Markdown file whose text goes into pilot.md as its "
                         "Discussion section")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = pilot_arguments("pilot", "The learning-rate pilot's table and choice.",
+                           "runs/pilot-lr", argv)
     try:
         sweep = load_sweep(args.sweep, with_attention=False)
         frame = pilot_frame(sweep)

@@ -16,7 +16,6 @@ The rules, stated so that they can be checked:
 Writes pilot.md (the table, the rule, the choice), pilot.csv and pilot_curves.png.
 """
 
-import argparse
 import math
 import pathlib
 import sys
@@ -33,6 +32,7 @@ import pandas as pd  # noqa: E402
 
 from analysis.errors import AnalysisError  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
+from analysis.pilot import pilot_arguments  # noqa: E402
 from analysis.source_attention import IGNORES_SOURCE  # noqa: E402
 from analysis.sweep import load_sweep  # noqa: E402
 
@@ -174,13 +174,8 @@ def markdown(sweep, frame, declared, choice, warmup, notes=None):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m analysis.pilot_budget",
-                                     description="The fixed-budget pilot's table and choice.")
-    parser.add_argument("sweep", help="the pilot's sweep directory (runs/pilot-budget)")
-    parser.add_argument("--out", help="output directory (default: <sweep>/pilot)")
-    parser.add_argument("--notes", help="a Markdown file whose text goes into pilot.md as its "
-                        "Discussion section")
-    args = parser.parse_args(argv)
+    args = pilot_arguments("pilot_budget", "The fixed-budget pilot's table and choice.",
+                           "runs/pilot-budget", argv)
     try:
         sweep = load_sweep(args.sweep, with_attention=False)
         frame = run_frame(sweep)
