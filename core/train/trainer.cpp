@@ -172,9 +172,10 @@ bool Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
   row.grad_norm = clip_global_norm(grads, size, config_.train.clip);
   row.loss = sums[0] / tokens;
   row.nll = sums[1] / tokens;
-  // Loss and norm come from sums every rank holds alike; a non-finite one is never stepped on.
+  // Loss and norm come from allreduced sums that every rank holds alike, so every rank reaches
+  // the same verdict without another collective; a non-finite one is never stepped on.
   const int64_t step = step_ + 1;
-  if (!all_finite(std::isfinite(row.loss) && std::isfinite(row.grad_norm))) {
+  if (!std::isfinite(row.loss) || !std::isfinite(row.grad_norm)) {
     non_finite_ = describe_non_finite(step, row.loss, row.grad_norm);
     return false;
   }
