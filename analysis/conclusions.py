@@ -41,7 +41,8 @@ def _runs_text(record):
 def _line(record, table):
     row = record["row"]
     if record["failed"]:
-        return (f"- **{row}**: failed: {record['failure']}; not compared with base or the "
+        return (f"- **{row}**: failed: {record['failure']}; not compared with "
+                f"{record['versus']} or the "
                 f"paper, left out of tau; {_runs_text(record)}.")
     if not math.isfinite(record.get("ppl_delta", math.nan)):
         return f"- **{row}**: no completed runs on one side yet."
@@ -59,7 +60,7 @@ def _line(record, table):
         tests = (f"Welch {_p(record['ppl_p_welch'])}, permutation {_p(record['ppl_p_perm'])}, "
                  f"{family}-adjusted {_p(record['ppl_p_adj'])}")
     return (f"- **{row}**: {verdict}: dev PPL {record['ppl_delta']:+.2f} ({effect:+.1f}%"
-            f"{interval}) vs base, {record['ppl_n']} seed{'' if record['ppl_n'] == 1 else 's'}; {tests}; {_paper_text(record)}; "
+            f"{interval}) vs {record['versus']}, {record['ppl_n']} seed{'' if record['ppl_n'] == 1 else 's'}; {tests}; {_paper_text(record)}; "
             f"{_runs_text(record)}.")
 
 
@@ -69,7 +70,11 @@ def conclusion_lines(sweep, table):
     if not records:
         return []
     family = stats.MULTIPLICITY[table.multiplicity]
-    lines = [f"One line per ablation, against the base row ({sweep.base}): the verdict on dev "
+    others = sorted({r["versus"] for r in records if r["versus"] != sweep.base})
+    against = f"the base row ({sweep.base})" + (
+        f" or the row it names ({', '.join(others)}: the same change at another width)"
+        if others else "")
+    lines = [f"One line per ablation, against {against}: the verdict on dev "
              f"PPL (higher or lower: the {family}-adjusted p of the more conservative of Welch's "
              f"and the exact permutation test below {table.alpha}; level: TOST within "
              f"±{table.margin_pct:g}% of PPL, adjusted the same way, below {table.alpha}; "

@@ -11,6 +11,7 @@
         group: A
         seed: 1
         overrides: {model.heads: 1, model.d_k: 512}
+        versus: c-d_model-128                   (only for a row not compared with base)
         paper: {ppl: 5.29, bleu: 24.9}          (only when the sweep file gives paper values)
 """
 
@@ -34,6 +35,7 @@ class ManifestRun:
     seed: int
     overrides: dict  # key -> value (parsed YAML scalar or list), in the sweep's order
     paper: dict      # subset of {"ppl", "bleu", "params"} (params in millions)
+    versus: str = ""  # the row this run's row is compared with; "" = the base row
 
     @property
     def row(self):
@@ -53,7 +55,7 @@ class Manifest:
     allow_dirty: bool = False  # launched with --allow-dirty (core/cluster/provenance.h)
 
 
-_RUN_KEYS = {"id", "name", "group", "seed", "overrides", "paper"}
+_RUN_KEYS = {"id", "name", "group", "seed", "overrides", "paper", "versus"}
 
 
 def load_yaml(text, path):
@@ -85,7 +87,8 @@ def _run(entry, path, index):
         raise AnalysisError(f"{where}: overrides and paper must be {{key: value}} maps")
     return ManifestRun(id=str(entry["id"]), name=str(entry["name"]),
                        group=str(entry.get("group") or ""), seed=int(entry["seed"]),
-                       overrides=overrides, paper={k: float(v) for k, v in paper.items()})
+                       overrides=overrides, paper={k: float(v) for k, v in paper.items()},
+                       versus=str(entry.get("versus") or ""))
 
 
 def parse_manifest(text, path="manifest.yaml"):

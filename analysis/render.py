@@ -91,6 +91,10 @@ def columns(table):
             return str(r["completed"])
         return f"{r['completed']} of {r['runs']} †"
     out.append(("n", seeds))
+    # Rows compared with another row than base (sweep.rows[].versus) say which: Δ and p are
+    # against it.
+    if any(r.get("versus") and r["versus"] != table.sweep.base for r in table.records):
+        out.append(("vs", lambda r: r.get("versus", "")))
 
     def converged(r):
         text = f"{r['converged']}/{r['completed']}"

@@ -36,6 +36,7 @@ class Row:
     overrides: dict   # the keys the row sets -> value
     paper: dict       # {"ppl", "bleu", "params"} when the sweep gives them
     run_ids: list     # every run the sweep declares for this row
+    versus: str = ""  # the row it is compared with (sweep.rows[].versus); "" = the base row
 
 
 @dataclasses.dataclass
@@ -55,6 +56,10 @@ class Sweep:
             if row.key == key:
                 return row
         raise KeyError(key)
+
+    def reference(self, row_key):
+        """The key of the row `row_key` is compared with: its `versus` row, else the base row."""
+        return self.row(row_key).versus or self.base
 
     def completed(self, row_key):
         """Run ids of the row's completed runs, in seed order."""
@@ -220,7 +225,7 @@ def _load_from_manifest(directory, manifest, with_attention, unigram_ppl=None):
             record[f"paper.{key}"] = value
         if run.row not in rows:
             rows[run.row] = Row(key=run.row, group=run.group, overrides=dict(run.overrides),
-                                paper=dict(run.paper), run_ids=[])
+                                paper=dict(run.paper), run_ids=[], versus=run.versus)
             order.append(run.row)
         rows[run.row].run_ids.append(run.id)
         path = directory / run.id / RUN_FILE
@@ -239,6 +244,10 @@ def _load_from_manifest(directory, manifest, with_attention, unigram_ppl=None):
     declared = {run.id for run in manifest.runs}
     extra = sorted(p.parent.name for p in directory.glob(f"*/{RUN_FILE}")
                    if p.parent.name not in declared)
+    for key in order:
+        if rows[key].versus and rows[key].versus not in rows:
+            raise AnalysisError(f"{manifest.path}: row {key} is compared with "
+                                f"'{rows[key].versus}', which the manifest does not list")
     notes = [f"unreadable run file, left out of every mean: {line}" for line in notes_damaged]
     notes += notes_half_written
     if extra:

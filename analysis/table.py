@@ -159,7 +159,8 @@ def looks(sweep):
 
 
 def _compare(record, metric, ours, theirs, spent_over):
-    """Welch's and the exact permutation test of a row's per-seed values against base's; the
+    """Welch's and the exact permutation test of a row's per-seed values against its reference's
+    (the base row's, or its sweep.rows[].versus row's); the
     test that counts is the more conservative (the larger p), times the looks adaptive seeds took
     (`spent_over`; Bonferroni alpha spending), at most 1."""
     welch = stats.welch_t_test(ours, theirs)[1]
@@ -216,18 +217,23 @@ def build_table(sweep, multiplicity="holm", margin_pct=2.0, alpha=ALPHA[0]):
     settings = _shown_settings(sweep)
     metrics = _present_metrics(sweep)
     base = sweep.row(sweep.base)
-    base_ids = sweep.completed(base.key)
+    # The paper measured every row against its base, so the paper's effects are against it even
+    # for a row of ours compared with another reference (sweep.rows[].versus).
     paper_base = base.paper.get("ppl", math.nan)
     records = []
     tests_used = set()   # labels of the metrics tested against base
     for row in sweep.rows:
         completed = sweep.completed(row.key)
         is_base = row.key == base.key
+        reference = sweep.reference(row.key)
+        reference_ids = sweep.completed(reference)
+        reference_failed = bool(sweep.failed(reference))
         counts = sweep.statuses(row.key)
         failed = sweep.failed(row.key)
         dirty = sweep.dirty(row.key)
         commits = _run_texts(sweep, completed, "git_commit")
         record = {"group": row.group, "row": row.key, "base": is_base,
+                  "versus": "" if is_base else reference,
                   "runs": len(row.run_ids), "completed": len(completed),
                   "converged": counts.get(CONVERGED, 0) + counts.get(BUDGET, 0),
                   "statuses": _status_text(counts), "failed": bool(failed),
@@ -243,7 +249,7 @@ def build_table(sweep, multiplicity="holm", margin_pct=2.0, alpha=ALPHA[0]):
         record["paper_params_millions"] = row.paper.get("params", math.nan)
         for metric in metrics:
             ours = _run_values(sweep, completed, metric.run_key, metric.scale)
-            theirs = _run_values(sweep, base_ids, metric.run_key, metric.scale)
+            theirs = _run_values(sweep, reference_ids, metric.run_key, metric.scale)
             summary = stats.summarize(ours)
             base_summary = stats.summarize(theirs)
             record[f"{metric.name}_mean"] = summary.mean
@@ -253,8 +259,9 @@ def build_table(sweep, multiplicity="holm", margin_pct=2.0, alpha=ALPHA[0]):
             for column in ("p_welch", "p_perm", "p"):
                 record[f"{metric.name}_{column}"] = math.nan
             record[f"{metric.name}_test"] = ""
-            # A failed row measures a model that did not learn: it is not compared.
-            if not is_base and not failed and summary.n and base_summary.n:
+            # A failed row (or reference) measures a model that did not learn: not compared.
+            if (not is_base and not failed and not reference_failed and summary.n
+                    and base_summary.n):
                 record[f"{metric.name}_delta"] = summary.mean - base_summary.mean
                 # Across seeds, BLEU included: a paired bootstrap over sentences measures only
                 # the test set's sampling, and calls two seeds of one configuration different
@@ -274,7 +281,8 @@ def build_table(sweep, multiplicity="holm", margin_pct=2.0, alpha=ALPHA[0]):
         record["wall_seconds_per_run"] = float(np.mean(seconds)) if seconds else math.nan
         record["core_hours_total"] = float(np.sum(core_hours)) if core_hours else math.nan
         records.append(record)
-    # One family per metric: every row's comparison with base (TOST's family for dev PPL).
+    # One family per metric: every row's comparison with its reference (TOST's family for dev
+    # PPL), whichever row that is.
     for column in [f"{m.name}_p" for m in metrics] + ["ppl_tost_p"]:
         adjusted = stats.adjust([r.get(column, math.nan) for r in records], multiplicity)
         for record, value in zip(records, adjusted):
@@ -291,13 +299,20 @@ def build_table(sweep, multiplicity="holm", margin_pct=2.0, alpha=ALPHA[0]):
 
 
 def _blocks(sweep):
-    """Group label -> row keys, base row included in every block."""
+    """Group label -> row keys, the block's reference row first: the base row, or the row every
+    row of the block is compared with (sweep.rows[].versus), which then stands for the paper's
+    base in the ordering."""
     blocks = {}
     for row in sweep.rows:
         if row.key == sweep.base:
             continue
-        blocks.setdefault(row.group or "all", []).append(row.key)
-    return {g: [sweep.base] + keys for g, keys in blocks.items()}
+        blocks.setdefault(row.group or "all", []).append(row)
+    ordered = {}
+    for group, rows in blocks.items():
+        references = {row.versus or sweep.base for row in rows}
+        reference = references.pop() if len(references) == 1 else sweep.base
+        ordered[group] = [reference] + [row.key for row in rows if row.key != reference]
+    return ordered
 
 
 def _order_verdict(tau):
@@ -323,11 +338,13 @@ def _axes(sweep, keys):
     return {axis: [keys[0]] + members for axis, members in axes.items()}
 
 
-def _tau_parts(by_row, keys, metrics):
+def _tau_parts(by_row, keys, metrics, paper_from):
+    """Kendall tau per metric over `keys`; paper_from maps a key to the row whose paper value it
+    takes (a block's reference row other than base stands for the paper's base)."""
     parts = []
     for metric in metrics:
-        pairs = [(by_row[k][f"{metric.name}_mean"], by_row[k][f"paper_{metric.name}"])
-                 for k in keys]
+        pairs = [(by_row[k][f"{metric.name}_mean"],
+                  by_row[paper_from.get(k, k)][f"paper_{metric.name}"]) for k in keys]
         pairs = [(a, b) for a, b in pairs if np.isfinite(a) and np.isfinite(b)]
         if len(pairs) < 2:
             parts.append(f"{metric.label}: n/a ({len(pairs)} row(s) with both values)")
@@ -345,10 +362,11 @@ def _trend(sweep, records, metrics):
                for r in records for m in paper_metrics):
         return ["Trend check: the sweep gives no paper values, so there is nothing to compare."]
     lines = ["Trend check: Kendall tau-b between our means and the paper's values within each "
-             "block (base row included; +1 = same order, -1 = reversed), and within each setting "
+             "block (its reference row included: base, or the row a block is compared with, which takes the paper's base value; +1 = same order, -1 = reversed), and within each setting "
              "a block varies when it varies several. Rows that failed to learn are left out "
              "(their numbers measure a model that did not learn the task) and named:"]
     for group, keys in _blocks(sweep).items():
+        paper_from = {keys[0]: sweep.base} if keys[0] != sweep.base else {}
         # A failed row measures a failed optimisation, not the ablated part: it is not ordered.
         failed = [k for k in keys if by_row[k].get("failed")]
         keys = [k for k in keys if k not in failed]
@@ -357,13 +375,13 @@ def _trend(sweep, records, metrics):
                        if by_row[k].get("converged", 0) < by_row[k].get("completed", 0)]
         caveat = (f" (stopped while improving: {', '.join(unconverged)}; an ordering of such "
                   "rows compares learning speed, not final quality)" if unconverged else "")
-        lines.append(f"- block {group}: " + _tau_parts(by_row, keys, paper_metrics) + left_out
+        lines.append(f"- block {group}: " + _tau_parts(by_row, keys, paper_metrics, paper_from) + left_out
                      + caveat)
         axes = _axes(sweep, keys)
         if len(axes) > 1:
             for axis, axis_keys in axes.items():
                 lines.append(f"  - {', '.join(axis) or '(no setting)'}: "
-                             + _tau_parts(by_row, axis_keys, paper_metrics))
+                             + _tau_parts(by_row, axis_keys, paper_metrics, paper_from))
     return lines
 
 
@@ -382,12 +400,18 @@ def _method_lines(sweep, metrics, tests_used, records, multiplicity, margin_pct,
              f"alpha is spent evenly over the looks (Bonferroni)" if rounds > 1 else "")
     lines = ["Values: mean ± sample std (ddof 1) over the completed seeds of each row; n = seeds; "
              f"Δ = row mean − base mean; {sweep.base_note}."]
+    others = sorted({r["versus"] for r in records if r["versus"] and r["versus"] != sweep.base})
+    if others:
+        lines[0] = lines[0].replace(
+            "Δ = row mean − base mean",
+            f"Δ = row mean − its reference's mean (base, or {', '.join(others)} for the rows "
+            "that name it: the paper's effects stay against the paper's base)")
     for metric in metrics:
         if metric.label in tests_used:
             tested = sum(np.isfinite(r.get(f"{metric.name}_p", math.nan)) for r in records)
             lines.append(f"{metric.label}: Welch's t-test (scipy, unequal variances, two-sided) "
                          "and an exact permutation test (scipy, every split of the pooled seeds, "
-                         "|mean difference|) of the row's seeds against base's; p is the larger "
+                         "|mean difference|) of the row's seeds against its reference's; p is the larger "
                          f"of the two{spent}; p adj. is {family}-adjusted over the {tested} "
                          f"comparisons of {metric.label} in this table (statsmodels).")
     pairs = _seed_counts(records)

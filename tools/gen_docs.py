@@ -131,8 +131,11 @@ any.
 | `sweep.name` | the sweep's directory name (default: the experiment's `name`) |
 | `sweep.rows` | a list of rows in the order the report's table shows them; each row has \
 `name` (required), `group` (the table's block, such as `A` to `E` of Table 3), `set` (a mapping \
-of keys to values for this row) and `paper` (`ppl`, `bleu`, `params` in millions: the paper's \
-numbers, shown beside ours) |
+of keys to values for this row), `paper` (`ppl`, `bleu`, `params` in millions: the paper's \
+numbers, shown beside ours) and `versus` (the name of the row this one is compared with, at the \
+same grid values, instead of the base row: block A at another width against h = 8 at that width; \
+that row must itself be compared with base, and seeds must be a list). The paper's effect of a \
+row is always against the paper's base |
 | `sweep.grid` | a mapping of key: [values]; every combination runs, for every row (the last \
 key changes fastest) |
 | `sweep.seeds` | a list of values for `seed`; every row and grid point runs once per seed. Or adaptive seeds, `{{min: 2, max: 5, until: sequential, effect: 0.02, confidence: 0.95}}`: every row runs seeds 1 to `min`; then, round by round, a row whose dev-PPL difference from the base row is unresolved (Welch's interval holds 0 and is wider than `effect` x the base mean on each side) gets the next seed, and the base row with it, up to `max`. `until: sequential` (the default) spends alpha = 1 - `confidence` evenly over the max - min + 1 looks (every interval at 1 - alpha / looks; the report multiplies the p-values of an adaptive sweep by the number of looks), which keeps the false-positive rate within alpha; `until: resolved` takes every interval at `confidence`, which does not, and remains to reproduce sweeps run with it. The manifest records each row's seed count and why it stopped (`seed_decisions`), and the report shows them. The local launcher runs the rounds one after another; with Slurm, run the same `attnlab sweep` again after a job array ends to submit the next round. Decisions depend only on the results, so a resumed sweep makes the same ones |

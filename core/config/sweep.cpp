@@ -1,6 +1,7 @@
 // Sweep expansion (rows x grid x seeds), run ids and names, and the manifest.
 #include "core/config/sweep.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -23,7 +24,8 @@ struct Row {
   std::string group;
   YAML::Node set;  // a mapping of keys (nested or dotted), or null
   PaperValues paper;
-  std::string where;  // the row's location in the sweep file
+  std::string versus;  // the row it is compared with, when not the base row
+  std::string where;   // the row's location in the sweep file
 };
 
 struct GridAxis {
@@ -79,12 +81,13 @@ std::string label(const YAML::Node& node, const std::string& file, const std::st
 
 Row parse_row(const YAML::Node& node, const std::string& file) {
   if (!node.IsMap()) fail(location(file, node), "sweep.rows: each row must be a mapping");
-  check_keys(node, file, "sweep.rows[]", {"name", "group", "set", "paper"});
+  check_keys(node, file, "sweep.rows[]", {"name", "group", "set", "paper", "versus"});
   Row row;
   row.where = location(file, node);
   if (!node["name"]) fail(row.where, "sweep.rows[]: every row needs a name");
   row.name = label(node["name"], file, "sweep.rows[].name");
   if (node["group"]) row.group = label(node["group"], file, "sweep.rows[].group");
+  if (node["versus"]) row.versus = label(node["versus"], file, "sweep.rows[].versus");
   if (node["set"]) {
     row.set = node["set"];
     if (!row.set.IsMap() && !row.set.IsNull()) {
@@ -99,6 +102,33 @@ Row parse_row(const YAML::Node& node, const std::string& file) {
     if (paper["params"]) row.paper.params = yaml_number(paper["params"], file, "paper.params");
   }
   return row;
+}
+
+// sweep.rows[].versus names another row of the file, one that is compared with the base row
+// itself (no chains, so every comparison is one step from a row the reader can see). Adaptive
+// seeds decide a row's seeds from its difference with the base row, so they refuse it.
+void check_references(const std::vector<Row>& rows, const YAML::Node& section,
+                      const std::string& file) {
+  for (const Row& row : rows) {
+    if (row.versus.empty()) continue;
+    if (section["seeds"] && section["seeds"].IsMap()) {
+      fail(row.where,
+           "sweep.rows[].versus: adaptive seeds (sweep.seeds as {min, max}) compare "
+           "every row with the base row; give a list of seeds");
+    }
+    if (row.versus == row.name) {
+      fail(row.where, "sweep.rows[].versus: row '" + row.name + "' is compared with itself");
+    }
+    const auto target = std::find_if(rows.begin(), rows.end(),
+                                     [&](const Row& other) { return other.name == row.versus; });
+    if (target == rows.end()) {
+      fail(row.where, "sweep.rows[].versus: no row is named '" + row.versus + "'");
+    }
+    if (!target->versus.empty()) {
+      fail(row.where, "sweep.rows[].versus: row '" + row.versus + "' is itself compared with '" +
+                          target->versus + "'; compare with a row that is compared with base");
+    }
+  }
 }
 
 int64_t seed_count(const YAML::Node& node, const std::string& file, const std::string& key) {
@@ -248,7 +278,8 @@ Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section,
     if (!list.IsSequence()) fail(location(file, list), "sweep.rows: expected a list of rows");
     for (const YAML::Node& node : list) rows.push_back(parse_row(node, file));
   }
-  if (rows.empty()) rows.push_back(Row{"", "", YAML::Node(), {}, file});
+  if (rows.empty()) rows.push_back(Row{"", "", YAML::Node(), {}, "", file});
+  check_references(rows, section, file);
 
   std::vector<GridAxis> grid;
   if (const YAML::Node map = section["grid"]) {
@@ -342,6 +373,10 @@ Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section,
         run.config.name = run.name;
         run.group = row.group;
         run.paper = row.paper;
+        if (!row.versus.empty()) {
+          // The reference row at the same grid values: its key differs only in the row's part.
+          run.versus = slug(row.versus) + run.row.substr(slug(row.name).size());
+        }
         for (const std::string& key : overridden) {
           run.overrides.emplace_back(key, find_option(key)->show(run.config));
         }
@@ -453,6 +488,7 @@ std::string manifest_yaml(const Sweep& sweep) {
       out << (i ? ", " : "") << run.overrides[i].first << ": " << run.overrides[i].second;
     }
     out << "}\n";
+    if (!run.versus.empty()) out << "    versus: " << format_string(run.versus) << "\n";
     std::vector<std::string> paper;
     if (run.paper.ppl) paper.push_back("ppl: " + format_number(*run.paper.ppl));
     if (run.paper.bleu) paper.push_back("bleu: " + format_number(*run.paper.bleu));

@@ -47,6 +47,9 @@ struct SweepRun {
   // The keys the row and grid set, with the run's final value as YAML text (table order).
   std::vector<std::pair<std::string, std::string>> overrides;
   PaperValues paper;
+  // The key of the row this run's row is compared with (sweep.rows[].versus, at the same grid
+  // values), "" for the base row: block A at another width is compared with h = 8 at that width.
+  std::string versus;
   ExperimentConfig config;  // resolved and checked; config.name is the run name
 };
 
@@ -95,7 +98,7 @@ std::string run_id(const ExperimentConfig& config);
 const SweepRun& find_run(const Sweep& sweep, const std::string& id_or_name);
 
 // runs/<sweep>/manifest.yaml text: sweep, source, sets, then per run id, name, group, seed,
-// overrides and paper values.
+// overrides, the row it is compared with (when not base) and paper values.
 std::string manifest_yaml(const Sweep& sweep);
 // Writes manifest_yaml under <runs_dir>/<sweep.name>/ and returns the file's path.
 std::string write_manifest(const Sweep& sweep, const std::string& runs_dir);

@@ -166,6 +166,36 @@ TEST(SweepErrors, NamesThatLeaveTheOutputDirectoryAndControlCharactersInLabels) 
                 "a label; use printable text");
 }
 
+// A row with versus is compared with that row at the same grid values; the manifest says so, and
+// rows without it (the reference row included) are compared with base.
+TEST(SweepExpand, VersusNamesTheReferenceRowAtTheSameGridValues) {
+  config::Sweep sweep = config::expand(kData + "rows_versus_sweep.yaml");
+  ASSERT_EQ(sweep.runs.size(), 8u);
+  EXPECT_EQ(sweep.runs[6].name, "wide-h-1.label_smoothing-0.0.seed1");
+  EXPECT_EQ(sweep.runs[6].versus, "wide.label_smoothing-0.0");
+  EXPECT_EQ(sweep.runs[7].versus, "wide.label_smoothing-0.1");
+  EXPECT_EQ(sweep.runs[4].row, "wide.label_smoothing-0.0");  // the key versus refers to
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(sweep.runs[i].versus, "") << sweep.runs[i].name;
+  const std::string text = config::manifest_yaml(sweep);
+  EXPECT_NE(text.find("    name: wide-h-1.label_smoothing-0.1.seed1\n    group: A-wide\n"
+                      "    seed: 1\n    overrides: {model.d_model: 32, model.heads: 1, "
+                      "train.label_smoothing: 0.1}\n    versus: wide.label_smoothing-0.1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("versus: base"), std::string::npos);
+}
+
+TEST(SweepErrors, VersusMustNameARowComparedWithBaseAndFixedSeeds) {
+  EXPECT_EQ(error_of(kData + "versus_unknown.yaml"),
+            kData + "versus_unknown.yaml:6:7: sweep.rows[].versus: no row is named 'bse'");
+  EXPECT_EQ(error_of(kData + "versus_chain.yaml"),
+            kData + "versus_chain.yaml:7:7: sweep.rows[].versus: row 'wide' is itself compared " +
+                "with 'base'; compare with a row that is compared with base");
+  EXPECT_EQ(error_of(kData + "versus_adaptive.yaml"),
+            kData + "versus_adaptive.yaml:7:7: sweep.rows[].versus: adaptive seeds (sweep.seeds " +
+                "as {min, max}) compare every row with the base row; give a list of seeds");
+}
+
 TEST(SweepManifest, ListsEveryRunAndIsWrittenAtomically) {
   config::Sweep sweep = config::expand(kData + "rows_grid_sweep.yaml");
   const std::string text = config::manifest_yaml(sweep);

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from analysis import bleu, build_table, figures, load_sweep  # noqa: E402
 from analysis import table as table_module  # noqa: E402
+from analysis.errors import AnalysisError  # noqa: E402
 from analysis.manifest import read_manifest  # noqa: E402
 from analysis.report import main as report_main  # noqa: E402
 from analysis.sweep import Row  # noqa: E402
@@ -292,6 +293,47 @@ def test_a_run_from_a_dirty_tree_is_flagged_in_the_table_and_the_conclusions(swe
     line = next(line for line in text.splitlines() if line.startswith("- **A-h-1**"))
     assert "1 of 2 built from a dirty tree (§)" in line
     assert "1 runs were built from a working tree with uncommitted changes" in text
+
+
+def test_a_row_with_versus_is_compared_with_that_row_and_the_paper_with_its_base(sweep_dir,
+                                                                                 tmp_path):
+    """sweep.rows[].versus: A-h-1 declared against A-h-2 (as block A at d_model 128 is against
+    h = 8 at that width) gets Δ, Welch and the permutation test against A-h-2's seeds, the
+    paper's effect still against the paper's base, and a block of its own whose order puts A-h-2
+    in the paper base's place."""
+    copy = copy_sweep(sweep_dir, tmp_path)
+    manifest = copy / "manifest.yaml"
+    text = manifest.read_text()
+    for name in ("a-h-1.seed1", "a-h-1.seed2", "A-h-1.seed1", "A-h-1.seed2"):
+        text = text.replace(f"    name: {name}\n    group: A\n",
+                            f"    name: {name}\n    group: A-wide\n    versus: A-h-2\n")
+    assert text.count("versus: A-h-2") == 2, text
+    manifest.write_text(text)
+    sweep = load_sweep(copy)
+    table = build_table(sweep)
+    records = {r["row"]: r for r in table.records}
+    rows = independent_rows(sweep_dir)
+    ours = np.array([s["final_dev_ppl"] for _, s, _ in rows["A-h-1"]])
+    reference = np.array([s["final_dev_ppl"] for _, s, _ in rows["A-h-2"]])
+    record = records["A-h-1"]
+    assert record["versus"] == "A-h-2" and records["A-h-2"]["versus"] == "base"
+    assert record["ppl_delta"] == pytest.approx(ours.mean() - reference.mean(), rel=1e-9)
+    assert record["ppl_p_welch"] == pytest.approx(
+        scipy_stats.ttest_ind(ours, reference, equal_var=False)[1], rel=1e-9)
+    assert record["paper_ppl_effect_pct"] == pytest.approx(100 * (5.29 / 4.92 - 1))
+    block = next(line for line in table.trend if line.startswith("- block A-wide: "))
+    tau = scipy_stats.kendalltau([records["A-h-2"]["ppl_mean"], ours.mean()], [4.92, 5.29])[0]
+    assert f"tau = {tau:+.2f}" in block and "over 2 rows" in block
+    assert report_main([str(copy), "--no-figures"]) == 0
+    report_text = (copy / "report" / "report.md").read_text()
+    header, table_rows = markdown_table(report_text)
+    assert {row[1]: row[header.index("vs")] for row in table_rows}["A-h-1"] == "A-h-2"
+    line = next(line for line in report_text.splitlines() if line.startswith("- **A-h-1**"))
+    assert " vs A-h-2, 2 seeds" in line
+    manifest.write_text(text.replace("versus: A-h-2", "versus: A-h-3"))
+    with pytest.raises(AnalysisError, match=r"manifest.yaml: row A-h-1 is compared with "
+                                            r"'A-h-3', which the manifest does not list"):
+        load_sweep(copy)
 
 
 def test_bleu_is_tested_across_seeds_even_where_decodings_are_kept(sweep_dir, tmp_path):
