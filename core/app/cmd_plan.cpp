@@ -64,6 +64,9 @@ double calibrate(ExperimentConfig config, int64_t steps) {
   config.train.stop = StopConfig{};
   config.train.lr.shrink_patience = 0;
   config.train.lr.shrink_after = 0;
+  // A fixed budget's cool-down would not fit in so few steps, and its decodings follow training.
+  config.train.lr.cooldown = 0;
+  config.eval.decode_splits.clear();
   config.eval.final_bleu = false;
   config.eval.bleu_during_training = false;
   config.log.every = 1;

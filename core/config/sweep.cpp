@@ -107,8 +107,7 @@ Row parse_row(const YAML::Node& node, const std::string& file) {
 // sweep.rows[].versus names another row of the file, one that is compared with the base row
 // itself (no chains, so every comparison is one step from a row the reader can see). Adaptive
 // seeds decide a row's seeds from its difference with the base row, so they refuse it.
-void check_references(const std::vector<Row>& rows, const YAML::Node& section,
-                      const std::string& file) {
+void check_references(const std::vector<Row>& rows, const YAML::Node& section) {
   for (const Row& row : rows) {
     if (row.versus.empty()) continue;
     if (section["seeds"] && section["seeds"].IsMap()) {
@@ -279,7 +278,7 @@ Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section,
     for (const YAML::Node& node : list) rows.push_back(parse_row(node, file));
   }
   if (rows.empty()) rows.push_back(Row{"", "", YAML::Node(), {}, "", file});
-  check_references(rows, section, file);
+  check_references(rows, section);
 
   std::vector<GridAxis> grid;
   if (const YAML::Node map = section["grid"]) {

@@ -649,6 +649,17 @@ def test_plan_calibrates_a_sweep_whose_runs_shrink_the_rate_on_plateau(attnlab, 
     assert "core-hours" in result.stdout, result.stdout
 
 
+def test_plan_calibrates_a_fixed_budget_sweep(attnlab, tmp_path):
+    """A fixed budget's cool-down is longer than the calibration run
+    (experiments/small/table3-budget.yaml): the calibration leaves it out."""
+    rows = "  rows:\n    - {name: budget, set: {train.lr.warmup: 5, train.lr.cooldown: 20}}\n"
+    path = write_sweep(tmp_path, name="budget", seeds="[1]", extra=rows)
+    result = run_attnlab(attnlab, "plan", path, "--calibration-steps", "3", "--out",
+                         tmp_path / "runs", timeout=120)
+    assert "calibrating: 3 steps of budget.seed1" in result.stdout, result.stdout
+    assert "core-hours" in result.stdout, result.stdout
+
+
 def test_a_build_with_uncommitted_changes_launches_only_with_allow_dirty(attnlab, tmp_path):
     """From a dirty build, `sweep` refuses to launch (exit 2, the reason named, nothing written)
     unless --allow-dirty, which the manifest records; a dry run launches nothing and is allowed.
