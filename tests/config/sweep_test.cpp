@@ -240,6 +240,8 @@ TEST(Experiments, EveryFileLoadsAndSweepsHaveTheirSizes) {
                                                      {"small/pilot-budget.yaml", 8},
                                                      {"small/pilot-bf16.yaml", 4},
                                                      {"small/table3-plateau.yaml", 80},
+                                                     {"small/table3-budget.yaml", 72},
+                                                     {"small/budget-check.yaml", 3},
                                                      {"studies/heads.yaml", 2},
                                                      {"studies/positions_length.yaml", 2},
                                                      {"studies/sqrt_dk.yaml", 10},
@@ -299,6 +301,37 @@ namespace {
 
 // The CPU-scale Table 3 is the paper's Table 3 with every width divided by 8 and depth by 2: row
 // for row, the same heads, dropout, smoothing, positions, step ratio to the base and paper values.
+// The budget check trains rows of the second edition's table at 1.5x its budget and cool-down,
+// nothing else changed; block A at d_model 128 keeps h * d_k = d_model and is compared with h = 8
+// at that width.
+TEST(Experiments, BudgetCheckIsTheTableAtOneAndAHalfTimesItsBudget) {
+  const config::Sweep table = config::expand(kExperiments + "small/table3-budget.yaml");
+  const config::Sweep check = config::expand(kExperiments + "small/budget-check.yaml");
+  for (const config::SweepRun& run : check.runs) {
+    SCOPED_TRACE(run.name);
+    const config::SweepRun& same = config::find_run(table, run.name);
+    ExperimentConfig longer = same.config;
+    longer.train.steps = same.config.train.steps * 3 / 2;
+    longer.train.lr.cooldown = same.config.train.lr.cooldown * 3 / 2;
+    EXPECT_EQ(config::run_id(longer), run.id);
+    EXPECT_EQ(run.config.train.steps, 18000);
+  }
+  size_t wide_rows = 0;
+  for (const config::SweepRun& run : table.runs) {
+    const auto& model = run.config.model;
+    if (run.group != "A128") continue;
+    ++wide_rows;
+    EXPECT_EQ(model.d_model, 128) << run.name;
+    EXPECT_EQ(model.heads * model.d_k, 128) << run.name;
+    EXPECT_EQ(model.d_v, model.d_k) << run.name;
+    EXPECT_EQ(run.versus, "C-d_model-128") << run.name;
+    const config::SweepRun& reference = config::find_run(table, run.versus + ".seed1");
+    EXPECT_EQ(reference.config.model.heads * reference.config.model.d_k, 128);
+    EXPECT_EQ(reference.config.model.d_ff, model.d_ff);
+  }
+  EXPECT_EQ(wide_rows, 12u);  // h = 1, 4, 16, 32 x 3 seeds
+}
+
 TEST(Experiments, SmallTable3IsThePaperTableScaledConsistently) {
   const config::Sweep paper = config::expand(kExperiments + "paper/table3.yaml");
   const config::Sweep small = config::expand(kExperiments + "small/table3.yaml");
