@@ -233,7 +233,7 @@ TEST(Experiments, EveryFileLoadsAndSweepsHaveTheirSizes) {
                                                      {"ablations/positions.yaml", 6},
                                                      {"ablations/attention_scale.yaml", 16},
                                                      {"ablations/label_smoothing.yaml", 9},
-                                                     {"small/study.yaml", 5},
+                                                     {"small/study.yaml", 8},
                                                      {"small/study-long.yaml", 16},
                                                      {"small/table3.yaml", 60},
                                                      {"small/pilot-lr.yaml", 24},
