@@ -1,6 +1,8 @@
-// DecoderState: incremental decoding with a KV cache. Self-attention keys/values of past positions
-// are kept per layer; cross-attention keys/values are computed once per source.
-// Legend: B batch, S source length, H heads, K d_k, V d_v, D d_model, N vocabulary, P max steps.
+// DecoderState: incremental decoding with a KV cache. Each step runs the model's decoder layer
+// (Transformer::layer_step, the layer training runs) on one position per sentence; self-attention
+// keys and values of past positions are kept per layer, cross-attention's are computed once per
+// source.
+// Legend: B batch, S source length, N vocabulary, P max steps.
 #pragma once
 
 #include <cstdint>
@@ -26,21 +28,12 @@ class DecoderState {
   void reorder(const std::vector<int64_t>& rows);
 
  private:
-  // out (B,D) = the output projection of attention from the projected queries q_ (B,H*K) over
-  // keys (B,H,L,K) and values (B,H,L,V) under `mask`.
-  void attend_and_project(const AttentionParams& p, TensorView<const T> keys,
-                          TensorView<const T> values, const ops::AttentionMask& mask,
-                          TensorView<T> out);
-
   Transformer<T>& model_;
   int64_t batch_, src_length_, max_steps_, position_ = 0;
-  std::vector<uint8_t> src_padding_;  // (B,S)
-  // Per layer, the keys and values of the positions so far, (B,H,t,K) and (B,H,t,V), in buffers
-  // with room for P positions.
-  std::vector<std::vector<T>> self_k_, self_v_;
-  std::vector<std::vector<T>> cross_k_, cross_v_;  // per layer (B,H,S,K) and (B,H,S,V)
-  std::vector<T> x_, normed_, q_, k_, v_, attended_, sub_, hidden_, logits_, mean_, rstd_;
-  std::vector<T> probs_;  // (B,H,1,max(P,S)): one query's attention probabilities per head
+  std::vector<uint8_t> src_padding_;   // (B,S)
+  std::vector<LayerCache<T>> caches_;  // per decoder layer
+  Arena<T> arena_;
+  StepWorkspace<T> workspace_;  // carved from arena_ for batch_ sentences
 };
 
 }  // namespace attnlab

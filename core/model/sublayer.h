@@ -4,7 +4,7 @@
 // N is LayerNorm or RMSNorm; f is the sub-layer's function (self-attention, cross-attention or the
 // FFN), which the caller passes in. Training runs forward and backward over (B,L,D), forward
 // saving what backward needs; incremental decoding runs the same forward on one position per
-// sentence, without dropout.
+// sentence, without dropout, each sub-layer's output written over its input.
 // Legend: B batch, L length, D d_model.
 #pragma once
 
@@ -56,14 +56,6 @@ struct StreamGradients {
   TensorView<T> stream, spare_a, spare_b;
 };
 
-// Scratch of one incremental decoding step: (B,D) rows and (B) statistics.
-template <typename T>
-struct StepBuffers {
-  TensorView<T> norm_io;  // pre-LN: N(x); post-LN: x + f(x)
-  TensorView<T> sub_out;  // f(.)
-  NormStats<T> stats;
-};
-
 template <typename T>
 class Sublayer {
  public:
@@ -90,15 +82,6 @@ class Sublayer {
   void backward(ResidualActivations<T>& s, TensorView<const T> x, const NormWeights<T>& norm,
                 FBackward&& f_backward, StreamGradients<T>& grads, float p_drop,
                 uint64_t dropout_key) const;
-
-  // Incremental decoding: x (B,D), one position per sentence, becomes the sub-layer's output.
-  // The arithmetic of forward without dropout.
-  template <typename F>
-  void step(TensorView<T> x, const NormWeights<T>& norm, F&& f,
-            const StepBuffers<T>& buffers) const {
-    ResidualActivations<T> s{buffers.norm_io, buffers.norm_io, buffers.stats, buffers.sub_out, x};
-    forward(s, x, norm, std::forward<F>(f), 0.0f, 0);
-  }
 
   // The norm alone (also the final norm of a pre-LN stack): out = N(x) over the rows of x (...,D).
   void norm_forward(TensorView<T> out, const NormStats<T>& stats, TensorView<const T> x,

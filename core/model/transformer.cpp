@@ -17,20 +17,6 @@ using workspace::shaped;
 
 namespace names = param_names;
 
-AttentionParams attention_params(const ParamTable& t, const std::string& prefix, bool learned) {
-  AttentionParams p{t.index_of(names::q_weight(prefix)),   t.index_of(names::q_bias(prefix)),
-                    t.index_of(names::k_weight(prefix)),   t.index_of(names::k_bias(prefix)),
-                    t.index_of(names::v_weight(prefix)),   t.index_of(names::v_bias(prefix)),
-                    t.index_of(names::out_weight(prefix)), t.index_of(names::out_bias(prefix))};
-  if (learned) p.scale = t.index_of(names::scale(prefix));
-  return p;
-}
-
-FfnParams ffn_params(const ParamTable& t, const std::string& prefix) {
-  return {t.index_of(names::fc1_weight(prefix)), t.index_of(names::fc1_bias(prefix)),
-          t.index_of(names::fc2_weight(prefix)), t.index_of(names::fc2_bias(prefix))};
-}
-
 }  // namespace
 
 template <typename T>
@@ -43,7 +29,6 @@ Transformer<T>::Transformer(const ModelConfig& config, uint64_t init_seed)
   grads_.assign(static_cast<size_t>(table_.size()), T(0));
   table_.initialise(params_.data(), config_, init_seed);
 
-  const bool learned = config_.attention_scale.learned();
   src_embedding_ = table_.index_of(names::token_embedding(false));
   tgt_embedding_ =
       config_.tie_embeddings ? src_embedding_ : table_.index_of(names::token_embedding(true));
@@ -59,28 +44,14 @@ Transformer<T>::Transformer(const ModelConfig& config, uint64_t init_seed)
   }
   for (bool decoder : {false, true}) {
     const int64_t layers = decoder ? config_.decoder_layers : config_.encoder_layers;
+    StackActivations<T>& acts = decoder ? dec_ : enc_;
+    // Sized once: carving assigns views into these slots and never allocates.
+    acts.layers.resize(static_cast<size_t>(layers));
     for (int64_t i = 0; i < layers; ++i) {
-      LayerParams p{};
-      p.self_attn = attention_params(table_, names::self_attention(decoder, i), learned);
-      p.self_attn_norm = norm_params(table_, names::self_attention_norm(decoder, i));
-      if (decoder) {
-        p.cross_attn = attention_params(table_, names::cross_attention(i), learned);
-        p.cross_attn_norm = norm_params(table_, names::cross_attention_norm(i));
-      }
-      p.ffn = ffn_params(table_, names::layer(decoder, i));
-      p.final_norm = norm_params(table_, names::final_norm(decoder, i));
-      (decoder ? decoder_ : encoder_).push_back(p);
+      (decoder ? decoder_ : encoder_).push_back(layer_params(table_, config_, decoder, i));
+      acts.layers[static_cast<size_t>(i)].resize((decoder ? decoder_ : encoder_).back().size());
     }
   }
-  if (sublayer_.pre_norm()) {
-    encoder_final_norm_ = norm_params(table_, names::stack_norm(false));
-    decoder_final_norm_ = norm_params(table_, names::stack_norm(true));
-  }
-  // Sized once: carving assigns views into these slots and never allocates.
-  enc_.layers.assign(static_cast<size_t>(config_.encoder_layers),
-                     std::vector<SublayerActivations<T>>(2));
-  dec_.layers.assign(static_cast<size_t>(config_.decoder_layers),
-                     std::vector<SublayerActivations<T>>(3));
 }
 
 template <typename T>
@@ -165,8 +136,7 @@ void Transformer<T>::compute_probe_probabilities() const {
         used += static_cast<size_t>(probs_shape.numel());
         // The standard kernel on the saved projections, without dropout (maps are read after
         // evaluation forwards).
-        const AttentionParams& p =
-            stack == AttentionStack::kDecoderCross ? params[i].cross_attn : params[i].self_attn;
+        const AttentionParams& p = params[i][attention_block(stack)].attention;
         ops::attention_forward<T>(
             TensorView<T>(probe_.scratch_out.data(), Shape({B, H, Tq, a.v_heads.dim(3)})), a.probs,
             a.q_heads, a.k_heads, a.v_heads, attention_mask(stack), attention_scale(p));
@@ -182,7 +152,38 @@ const AttentionParams& Transformer<T>::attention_block_params(AttentionStack sta
                                                               int64_t layer) const {
   attention_probs(stack, layer);  // checks the layer
   const LayerParams& p = (in_decoder(stack) ? decoder_ : encoder_)[static_cast<size_t>(layer)];
-  return stack == AttentionStack::kDecoderCross ? p.cross_attn : p.self_attn;
+  return p[attention_block(stack)].attention;
+}
+
+template <typename T>
+void Transformer<T>::carve_sublayer(Arena<T>& arena, SublayerActivations<T>& s, SublayerKind kind,
+                                    int64_t batch, int64_t length, int64_t keys, bool step) const {
+  const ModelConfig& c = config_;
+  const int64_t B = batch, D = c.d_model, H = c.heads, K = c.d_k, V = c.d_v;
+  if (kind == SublayerKind::kStackNorm) {
+    s.out = arena.take({B, length, D});
+    s.stats = sublayer_.carve_stats(arena, B * length);
+    return;
+  }
+  sublayer_.carve(arena, s, {B, length, D});
+  if (kind == SublayerKind::kFeedForward) {
+    s.hidden = arena.take({B, length, c.d_ff});
+    return;
+  }
+  AttentionActivations<T>& a = s.attention;
+  a.q_heads = arena.take({B, H, length, K});
+  // Decoding projects the new position's keys and values only (self-attention appends them to
+  // its cache; cross-attention reads its cache alone); the probabilities span the cache.
+  int64_t projected = keys;
+  if (step) projected = kind == SublayerKind::kCrossAttention ? 0 : length;
+  a.k_heads = arena.take({B, H, projected, K});
+  a.v_heads = arena.take({B, H, projected, V});
+  if (tiled() && !step) {
+    a.logsumexp = arena.take({B, H, length});
+  } else {
+    a.probs = arena.take({B, H, length, keys});
+  }
+  a.combined = arena.take({B, length, H * V});
 }
 
 template <typename T>
@@ -191,45 +192,22 @@ void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length
   const int64_t B = batch, S = src_length, T_ = tgt_length, D = c.d_model, H = c.heads;
   const int64_t K = c.d_k, V = c.d_v, F = c.d_ff, N = c.vocab_size;
   const int64_t L = S > T_ ? S : T_;
-  const bool tiled_kernel = tiled();
-  auto carve_attention = [&](AttentionActivations<T>& a, int64_t queries, int64_t keys) {
-    a.q_heads = arena_.take({B, H, queries, K});
-    a.k_heads = arena_.take({B, H, keys, K});
-    a.v_heads = arena_.take({B, H, keys, V});
-    if (tiled_kernel) {
-      a.logsumexp = arena_.take({B, H, queries});
-    } else {
-      a.probs = arena_.take({B, H, queries, keys});
-    }
-    a.combined = arena_.take({B, queries, H * V});
-  };
-  auto carve_sublayer = [&](SublayerActivations<T>& s, int64_t length, int64_t keys, bool ffn) {
-    sublayer_.carve(arena_, s, {B, length, D});
-    if (ffn) {
-      s.hidden = arena_.take({B, length, F});
-    } else {
-      carve_attention(s.attention, length, keys);
-    }
-  };
-  auto carve_stack = [&](StackActivations<T>& st, int64_t length, bool decoder) {
+  auto carve_stack = [&](StackActivations<T>& st, const std::vector<LayerParams>& layers,
+                         int64_t length) {
     st.embedded = arena_.take({B, length, D});
-    for (auto& layer : st.layers) {
-      carve_sublayer(layer[0], length, length, false);
-      if (decoder) carve_sublayer(layer[1], length, S, false);
-      carve_sublayer(layer.back(), length, 0, true);
+    for (size_t i = 0; i < layers.size(); ++i) {
+      for (size_t j = 0; j < layers[i].size(); ++j) {
+        const SublayerKind kind = layers[i][j].kind;
+        carve_sublayer(arena_, st.layers[i][j], kind, B, length,
+                       kind == SublayerKind::kCrossAttention ? S : length, false);
+      }
     }
-    if (sublayer_.pre_norm()) {
-      st.final_normed = arena_.take({B, length, D});
-      st.final_stats = sublayer_.carve_stats(arena_, B * length);
-      st.output = st.final_normed;
-    } else {
-      st.output = st.layers.back().back().out;
-    }
+    st.output = st.layers.back().back().out;
   };
   auto layout = [&](bool counting) {
     arena_.begin(counting);
-    carve_stack(enc_, S, false);
-    carve_stack(dec_, T_, true);
+    carve_stack(enc_, encoder_, S);
+    carve_stack(dec_, decoder_, T_);
     // One (B*T, N) buffer, the largest of a small-vocabulary step's: logits, overwritten by
     // their log-probabilities (what the loss backward needs), overwritten by their gradient.
     logits_ = arena_.take({B * T_, N});
@@ -248,8 +226,9 @@ void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length
     pool_k_heads_ = arena_.take({B * L * H * K});
     pool_v_heads_ = arena_.take({B * L * H * V});
     pool_heads_out_ = arena_.take({B * L * H * V});
-    if (tiled_kernel) {
-      pool_attention_scratch_ =
+    forward_pools_ = {pool_q_, pool_k_, pool_v_, pool_heads_out_, {}};
+    if (tiled()) {
+      forward_pools_.attention_scratch =
           arena_.take({ops::attention_tiled_scratch_elements(ops::attention_tiled_workers())});
     } else {
       pool_scores_ = arena_.take({B * H * L * L});
@@ -264,17 +243,59 @@ void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length
 }
 
 template <typename T>
-void Transformer<T>::embed_forward(StackActivations<T>& acts, const int32_t* tokens, int64_t length,
-                                   int table_index, int positions_index, bool training,
+void Transformer<T>::carve_step(Arena<T>& arena, StepWorkspace<T>& w, int64_t batch,
+                                int64_t src_length, int64_t max_steps) const {
+  const ModelConfig& c = config_;
+  const int64_t B = batch, S = src_length, D = c.d_model, H = c.heads, K = c.d_k, V = c.d_v;
+  w.layers.resize(decoder_.size());
+  auto layout = [&](bool counting) {
+    arena.begin(counting);
+    w.x = arena.take({B, 1, D});
+    // One set of buffers per kind, shared by every layer.
+    SublayerActivations<T> shared[4];
+    for (SublayerKind kind : {SublayerKind::kSelfAttention, SublayerKind::kCrossAttention,
+                              SublayerKind::kFeedForward, SublayerKind::kStackNorm}) {
+      const int64_t keys = kind == SublayerKind::kCrossAttention ? S : max_steps;
+      SublayerActivations<T>& s = shared[static_cast<int>(kind)];
+      carve_sublayer(arena, s, kind, B, 1, keys, true);
+      // Residual sub-layers write over their input; the stack norm into a buffer of its own.
+      if (kind != SublayerKind::kStackNorm) s.out = w.x;
+    }
+    for (size_t i = 0; i < decoder_.size(); ++i) {
+      w.layers[i].clear();
+      for (const SublayerParams& p : decoder_[i])
+        w.layers[i].push_back(shared[static_cast<int>(p.kind)]);
+    }
+    w.logits = arena.take({B, c.vocab_size});
+    w.pools = {arena.take({B * H * K}),
+               arena.take({B * H * K}),
+               arena.take({B * H * V}),
+               arena.take({B * H * V}),
+               {}};
+  };
+  layout(true);
+  arena.reserve(arena.used());
+  layout(false);
+}
+
+template <typename T>
+void Transformer<T>::embed_forward(TensorView<T> x, const int32_t* tokens, int table_index,
+                                   int positions_index, int64_t first_position, float p_drop,
                                    uint64_t key) {
   const int64_t D = config_.d_model;
-  TensorView<T> x = acts.embedded;
-  ops::embedding_forward<T>(x.reshape({batch_ * length, D}), tokens, in(param(table_index)),
+  ops::embedding_forward<T>(x.reshape({x.dim(0) * x.dim(1), D}), tokens, in(param(table_index)),
                             static_cast<T>(std::sqrt(static_cast<double>(D))));
-  TensorView<const T> positions = positions_index >= 0 ? in(param(positions_index)) : sinusoids();
-  ops::add_positions_forward<T>(x, positions);
-  const float p = training ? static_cast<float>(config_.dropout) : 0.0f;
-  ops::dropout_forward<T>(x, in(x), p, key);
+  TensorView<const T> positions =
+      positions_index >= 0 ? in(param(positions_index)) : sinusoids_.view();
+  ops::add_positions_forward<T>(x, positions, first_position);
+  ops::dropout_forward<T>(x, in(x), p_drop, key);
+}
+
+template <typename T>
+void Transformer<T>::output_forward(TensorView<T> logits, TensorView<const T> x) {
+  const int64_t D = config_.d_model;
+  TensorView<const T> bias = output_bias_ >= 0 ? in(param(output_bias_)) : TensorView<const T>();
+  ops::linear_forward<T>(logits, x.reshape({x.numel() / D, D}), in(param(output_weight_)), bias);
 }
 
 template <typename T>
@@ -293,40 +314,60 @@ void Transformer<T>::embed_backward(TensorView<T> dembedded, const int32_t* toke
 }
 
 template <typename T>
+void Transformer<T>::project_keys_values(const AttentionParams& p, TensorView<const T> key_value_in,
+                                         TensorView<T> k_heads, TensorView<T> v_heads,
+                                         const ForwardPools<T>& pools) {
+  const int64_t B = key_value_in.dim(0), keys = key_value_in.dim(1);
+  const int64_t D = config_.d_model, H = config_.heads, K = config_.d_k, V = config_.d_v;
+  TensorView<T> k = shaped(pools.k, {B * keys, H * K});
+  TensorView<T> v = shaped(pools.v, {B * keys, H * V});
+  ops::linear_forward<T>(k, key_value_in.reshape({B * keys, D}), in(param(p.k_weight)),
+                         in(param(p.k_bias)));
+  ops::linear_forward<T>(v, key_value_in.reshape({B * keys, D}), in(param(p.v_weight)),
+                         in(param(p.v_bias)));
+  ops::split_heads<T>(k_heads, in(k.reshape({B, keys, H * K})));
+  ops::split_heads<T>(v_heads, in(v.reshape({B, keys, H * V})));
+}
+
+template <typename T>
 void Transformer<T>::attention_forward(AttentionActivations<T>& a, const AttentionParams& p,
                                        TensorView<const T> query_in,
                                        TensorView<const T> key_value_in,
                                        const ops::AttentionMask& mask, TensorView<T> out,
-                                       bool training, uint64_t key) {
+                                       const ForwardPools<T>& pools, bool training, uint64_t key,
+                                       KvCache<T>* cache, bool append) {
   const int64_t D = config_.d_model;
-  const int64_t queries = query_in.dim(1), keys = key_value_in.dim(1);
+  const int64_t B = query_in.dim(0), queries = query_in.dim(1);
   const int64_t H = config_.heads, K = config_.d_k, V = config_.d_v;
-  // Projections (B,L,H*K) pass through the backward pools on their way to the heads layout.
-  TensorView<T> q = shaped(pool_q_, {batch_ * queries, H * K});
-  TensorView<T> k = shaped(pool_k_, {batch_ * keys, H * K});
-  TensorView<T> v = shaped(pool_v_, {batch_ * keys, H * V});
-  ops::linear_forward<T>(q, query_in.reshape({batch_ * queries, D}), in(param(p.q_weight)),
+  // Projections (B,L,H*K) pass through the pools on their way to the heads layout.
+  TensorView<T> q = shaped(pools.q, {B * queries, H * K});
+  ops::linear_forward<T>(q, query_in.reshape({B * queries, D}), in(param(p.q_weight)),
                          in(param(p.q_bias)));
-  ops::linear_forward<T>(k, key_value_in.reshape({batch_ * keys, D}), in(param(p.k_weight)),
-                         in(param(p.k_bias)));
-  ops::linear_forward<T>(v, key_value_in.reshape({batch_ * keys, D}), in(param(p.v_weight)),
-                         in(param(p.v_bias)));
-  ops::split_heads<T>(a.q_heads, in(q.reshape({batch_, queries, H * K})));
-  ops::split_heads<T>(a.k_heads, in(k.reshape({batch_, keys, H * K})));
-  ops::split_heads<T>(a.v_heads, in(v.reshape({batch_, keys, H * V})));
+  ops::split_heads<T>(a.q_heads, in(q.reshape({B, queries, H * K})));
+  TensorView<T> keys = a.k_heads, values = a.v_heads;
+  if (cache == nullptr || append) {
+    project_keys_values(p, key_value_in, a.k_heads, a.v_heads, pools);
+  }
+  if (cache != nullptr) {
+    if (append) cache->append(in(a.k_heads), in(a.v_heads));
+    keys = cache->key_view();
+    values = cache->value_view();
+  }
   const float p_drop = training ? static_cast<float>(config_.attention_dropout) : 0.0f;
-  TensorView<T> heads_out = shaped(pool_heads_out_, {batch_, H, queries, V});
-  if (tiled()) {
-    ops::attention_tiled_forward<T>(heads_out, a.logsumexp, pool_attention_scratch_, in(a.q_heads),
-                                    in(a.k_heads), in(a.v_heads), mask, attention_scale(p), p_drop,
-                                    key);
+  TensorView<T> heads_out = shaped(pools.heads_out, {B, H, queries, V});
+  // Decoding has one query per sentence: the standard kernel, whose (B,H,1,keys) probabilities are
+  // small, whatever model.attention says (carve_sublayer carves its buffers).
+  if (tiled() && cache == nullptr) {
+    ops::attention_tiled_forward<T>(heads_out, a.logsumexp, pools.attention_scratch, in(a.q_heads),
+                                    in(keys), in(values), mask, attention_scale(p), p_drop, key);
   } else {
-    ops::attention_forward<T>(heads_out, a.probs, in(a.q_heads), in(a.k_heads), in(a.v_heads), mask,
-                              attention_scale(p), p_drop, key);
+    ops::attention_forward<T>(heads_out, shaped(a.probs, {B, H, queries, keys.dim(2)}),
+                              in(a.q_heads), in(keys), in(values), mask, attention_scale(p), p_drop,
+                              key);
   }
   ops::combine_heads<T>(a.combined, in(heads_out));
-  ops::linear_forward<T>(out.reshape({batch_ * queries, D}),
-                         in(a.combined.reshape({batch_ * queries, H * V})), in(param(p.out_weight)),
+  ops::linear_forward<T>(out.reshape({B * queries, D}),
+                         in(a.combined.reshape({B * queries, H * V})), in(param(p.out_weight)),
                          in(param(p.out_bias)));
 }
 
@@ -357,7 +398,7 @@ void Transformer<T>::attention_backward(AttentionActivations<T>& a, const Attent
     ops::split_heads<T>(heads_out, in(a.combined));
     ops::attention_tiled_backward<T>(dq_heads, dk_heads, dv_heads, dscale, in(dheads_out),
                                      in(a.q_heads), in(a.k_heads), in(a.v_heads), in(heads_out),
-                                     in(a.logsumexp), pool_attention_scratch_, mask,
+                                     in(a.logsumexp), forward_pools_.attention_scratch, mask,
                                      attention_scale(p), p_drop, key);
   } else {
     ops::attention_backward<T>(dq_heads, dk_heads, dv_heads, dscale, in(dheads_out), in(a.q_heads),

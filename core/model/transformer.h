@@ -12,28 +12,13 @@
 #include "core/data/batch.h"
 #include "core/model/arena.h"
 #include "core/model/attention_stack.h"
+#include "core/model/layer.h"
 #include "core/model/model_config.h"
 #include "core/model/param_table.h"
 #include "core/model/sublayer.h"
 #include "core/ops/ops.h"
 
 namespace attnlab {
-
-// Entry indices of one attention block's parameters (scale = -1 unless learned).
-struct AttentionParams {
-  int q_weight, q_bias, k_weight, k_bias, v_weight, v_bias, out_weight, out_bias, scale = -1;
-};
-struct FfnParams {
-  int fc1_weight, fc1_bias, fc2_weight, fc2_bias;
-};
-struct LayerParams {
-  AttentionParams self_attn;
-  NormParams self_attn_norm;
-  AttentionParams cross_attn;  // decoder only
-  NormParams cross_attn_norm;
-  FfnParams ffn;
-  NormParams final_norm;
-};
 
 // Saved activations of one attention block. Queries come from a (B,T,D) input, keys and values
 // from a (B,S,D) input (the same tensor for self-attention). The projections are kept in the
@@ -47,7 +32,8 @@ struct AttentionActivations {
   TensorView<T> combined;   // (B,T,H*V) the heads' outputs joined: out_proj's input
 };
 
-// One residual sub-layer (core/model/sublayer.h) and what its function f saves.
+// One sub-layer (core/model/layer.h) and what its function f saves. A kStackNorm sub-layer uses
+// out and stats only.
 template <typename T>
 struct SublayerActivations : ResidualActivations<T> {
   AttentionActivations<T> attention;
@@ -58,9 +44,37 @@ template <typename T>
 struct StackActivations {
   TensorView<T> embedded;  // (B,L,D) scale * embedding + positions, after dropout
   std::vector<std::vector<SublayerActivations<T>>> layers;  // [layer][sublayer]
-  TensorView<T> final_normed;                               // (B,L,D) pre-LN final norm
-  NormStats<T> final_stats;
-  TensorView<T> output;  // (B,L,D) the stack's output (a view of one of the above)
+  TensorView<T> output;  // (B,L,D) the stack's output: the last sub-layer's
+};
+
+// Scratch of the forward sub-layer functions: flat pools viewed with the shape of each use.
+template <typename T>
+struct ForwardPools {
+  TensorView<T> q, k, v;            // projections (B*L, H*K) and (B*L, H*V)
+  TensorView<T> heads_out;          // (B,H,L,V) the heads' output before they are joined
+  TensorView<T> attention_scratch;  // the tiled kernel's per-worker tiles
+};
+
+// What the layers of one pass over a stack share.
+template <typename T>
+struct LayerPass {
+  bool decoder = false;
+  ops::AttentionMask self_mask, cross_mask;
+  TensorView<const T> memory;  // (B,S,D) the encoder output, for cross-attention without a cache
+  ForwardPools<T> pools;
+  bool training = false;  // dropout on (probabilities and masks keyed by seed)
+  uint64_t seed = 0;
+};
+
+// Incremental decoding's workspace for B sentences (core/decode/decoder_state.h): one position per
+// sentence; every layer's sub-layers of a kind share one set of buffers, and the residual ones
+// write their output over their input, x.
+template <typename T>
+struct StepWorkspace {
+  TensorView<T> x;                                          // (B,1,D) the residual stream
+  std::vector<std::vector<SublayerActivations<T>>> layers;  // [layer][sublayer]
+  TensorView<T> logits;                                     // (B,N)
+  ForwardPools<T> pools;
 };
 
 template <typename T>
@@ -81,11 +95,7 @@ class Transformer {
   const std::vector<LayerParams>& encoder_layers() const { return encoder_; }
   const std::vector<LayerParams>& decoder_layers() const { return decoder_; }
   int embedding_index() const { return src_embedding_; }
-  int target_embedding_index() const { return tgt_embedding_; }
   int output_weight_index() const { return output_weight_; }
-  int output_bias_index() const { return output_bias_; }
-  int position_index(bool decoder) const { return decoder ? tgt_positions_ : src_positions_; }
-  TensorView<const T> sinusoids() const { return sinusoids_.view(); }
 
   // Runs encoder, decoder and the loss for a batch; saves what backward needs. Dropout is active
   // when `training`, with masks keyed by dropout_seed (derive it from seed, step and rank).
@@ -99,13 +109,25 @@ class Transformer {
   // source padding in source_padding(), for incremental decoding.
   TensorView<const T> encode(const Batch& batch);
   const std::vector<uint8_t>& source_padding() const { return src_padding_; }
-  const NormParams& final_norm(bool decoder) const {
-    return decoder ? decoder_final_norm_ : encoder_final_norm_;
-  }
-  // The residual sub-layer unit: norm placement and type.
-  const Sublayer<T>& sublayer() const { return sublayer_; }
   // A norm's parameters and gradients as views.
   NormWeights<T> norm_weights(const NormParams& p);
+
+  // The pieces of the decoder that incremental decoding (core/decode/decoder_state.h) runs one
+  // position at a time, the same functions training runs over all positions.
+  // Carves `w` from `arena` for `batch` sentences of up to `src_length` source tokens and
+  // `max_steps` target positions (counting first, then for real).
+  void carve_step(Arena<T>& arena, StepWorkspace<T>& w, int64_t batch, int64_t src_length,
+                  int64_t max_steps) const;
+  // w.x = the embedded target tokens (one per sentence) at position `position`.
+  void embed_step(StepWorkspace<T>& w, const int32_t* tokens, int64_t position);
+  // Layer `index` of the decoder on w.x, appending to cache.self and attending over cache.cross.
+  void layer_step(StepWorkspace<T>& w, int64_t index, LayerCache<T>& cache,
+                  const ops::AttentionMask& cross_mask);
+  // w.logits = the output projection of the decoder's output.
+  void output_step(StepWorkspace<T>& w);
+  // Fills cache.cross of decoder layer `index` with the keys and values of `memory` (B,S,D), the
+  // output of the last encode().
+  void fill_cross_cache(int64_t index, TensorView<const T> memory, LayerCache<T>& cache);
 
   // Logits of the last forward, (B*T, N) as log-probabilities.
   TensorView<const T> log_probs() const { return log_probs_; }
@@ -130,18 +152,47 @@ class Transformer {
 
  private:
   void carve(int64_t batch, int64_t src_length, int64_t tgt_length);
-  void embed_forward(StackActivations<T>& acts, const int32_t* tokens, int64_t length,
-                     int table_index, int positions_index, bool training, uint64_t key);
+  // The carving of one sub-layer's activations over (B,length,D), attending over `keys`
+  // positions; `step` carves incremental decoding's buffers (the probabilities as a pool for the
+  // longest cache, the standard kernel's whatever model.attention).
+  void carve_sublayer(Arena<T>& arena, SublayerActivations<T>& s, SublayerKind kind, int64_t batch,
+                      int64_t length, int64_t keys, bool step) const;
+  // x (B,L,D) = scale * embedding of tokens + positions from `first_position` on, after dropout
+  // p_drop.
+  void embed_forward(TensorView<T> x, const int32_t* tokens, int table_index, int positions_index,
+                     int64_t first_position, float p_drop, uint64_t key);
   void embed_backward(TensorView<T> dembedded, const int32_t* tokens, int table_index,
                       int positions_index, bool training, uint64_t key);
+  // logits (rows,N) = x (rows,D) E^T (+ b).
+  void output_forward(TensorView<T> logits, TensorView<const T> x);
   void stack_forward(StackActivations<T>& acts, const std::vector<LayerParams>& layers,
                      bool decoder, bool training, uint64_t seed);
   TensorView<T> stack_backward(StackActivations<T>& acts, const std::vector<LayerParams>& layers,
                                bool decoder, TensorView<T> dout, uint64_t seed);
+  LayerPass<T> layer_pass(bool decoder, bool training, uint64_t seed) const;
+  // The one decoder (or encoder) layer: its sub-layers in order on x (B,L,D), each writing
+  // acts[j].out; the input of sub-layer j is acts[j-1].out. With a cache (decoding, L = 1),
+  // self-attention appends the position's keys and values to cache->self and attends over them,
+  // and cross-attention attends over cache->cross.
+  void layer_forward(const LayerParams& layer, std::vector<SublayerActivations<T>>& acts,
+                     TensorView<const T> x, int64_t index, const LayerPass<T>& pass,
+                     LayerCache<T>* cache);
+  // The exact reverse of layer_forward without a cache: moves grads.stream from d(layer output)
+  // to d(x), adding parameter gradients (and cross-attention's to d_enc_output_).
+  void layer_backward(const LayerParams& layer, std::vector<SublayerActivations<T>>& acts,
+                      TensorView<const T> x, int64_t index, const LayerPass<T>& pass,
+                      StreamGradients<T>& grads);
+  // k_heads (B,H,L,K), v_heads (B,H,L,V) = the heads of key_value_in (B,L,D)'s projections.
+  void project_keys_values(const AttentionParams& p, TensorView<const T> key_value_in,
+                           TensorView<T> k_heads, TensorView<T> v_heads,
+                           const ForwardPools<T>& pools);
+  // out = attention of query_in's queries over key_value_in's keys and values; with a cache,
+  // over the cache's (self-attention first appends key_value_in's to it).
   void attention_forward(AttentionActivations<T>& acts, const AttentionParams& p,
                          TensorView<const T> query_in, TensorView<const T> key_value_in,
-                         const ops::AttentionMask& mask, TensorView<T> out, bool training,
-                         uint64_t key);
+                         const ops::AttentionMask& mask, TensorView<T> out,
+                         const ForwardPools<T>& pools, bool training, uint64_t key,
+                         KvCache<T>* cache, bool append);
   void attention_backward(AttentionActivations<T>& acts, const AttentionParams& p,
                           TensorView<const T> query_in, TensorView<const T> key_value_in,
                           TensorView<T> dout, TensorView<T> dquery_in, bool accumulate_query,
@@ -162,7 +213,6 @@ class Transformer {
   std::vector<LayerParams> encoder_, decoder_;
   int src_embedding_ = -1, tgt_embedding_ = -1, output_weight_ = -1, output_bias_ = -1;
   int src_positions_ = -1, tgt_positions_ = -1;
-  NormParams encoder_final_norm_, decoder_final_norm_;
   Tensor<T> sinusoids_;  // (P,D) fixed table (sinusoidal positions only)
 
   // Workspace, carved for the current batch shape.
@@ -177,9 +227,9 @@ class Transformer {
   TensorView<T> d_enc_stream_, d_dec_stream_, d_enc_output_, d_logits_;
   TensorView<T> pool_tmp1_, pool_tmp2_, pool_hidden_, pool_q_, pool_k_, pool_v_, pool_combined_;
   TensorView<T> pool_q_heads_, pool_k_heads_, pool_v_heads_, pool_heads_out_;
-  TensorView<T> pool_scores_;             // (B*H*L*L) standard kernel's backward scratch
-  TensorView<T> pool_attention_scratch_;  // tiled kernel's per-worker tiles
-  bool full_forward_ = false;             // the last pass ran the decoder (forward, not encode)
+  TensorView<T> pool_scores_;      // (B*H*L*L) standard kernel's backward scratch
+  ForwardPools<T> forward_pools_;  // pool_q_, pool_k_, pool_v_, pool_heads_out_ and the tiles
+  bool full_forward_ = false;      // the last pass ran the decoder (forward, not encode)
   // Tiled kernel: probabilities computed on request for attention_probs/attention_activations.
   struct ProbabilityProbe {
     bool ready = false;

@@ -21,59 +21,102 @@ uint64_t site_key(uint64_t seed, int stack, int64_t layer, int sublayer, Dropout
                  kind);
 }
 
-// The input x of sub-layer `sub` of layer `layer`: the previous sub-layer's output.
-template <typename T>
-TensorView<T> sublayer_input(StackActivations<T>& acts, size_t layer, size_t sub) {
-  if (sub > 0) return acts.layers[layer][sub - 1].out;
-  if (layer > 0) return acts.layers[layer - 1].back().out;
-  return acts.embedded;
-}
-
-// The norm of a layer's self-attention, cross-attention or FFN sub-layer.
-const NormParams& sublayer_norm(const LayerParams& p, bool is_ffn, bool is_cross) {
-  return is_ffn ? p.final_norm : (is_cross ? p.cross_attn_norm : p.self_attn_norm);
-}
-
 }  // namespace
+
+template <typename T>
+LayerPass<T> Transformer<T>::layer_pass(bool decoder, bool training, uint64_t seed) const {
+  const AttentionStack self = decoder ? AttentionStack::kDecoderSelf : AttentionStack::kEncoderSelf;
+  return {decoder,     attention_mask(self), attention_mask(AttentionStack::kDecoderCross),
+          enc_.output, forward_pools_,       training,
+          seed};
+}
+
+template <typename T>
+void Transformer<T>::layer_forward(const LayerParams& layer,
+                                   std::vector<SublayerActivations<T>>& acts, TensorView<const T> x,
+                                   int64_t index, const LayerPass<T>& pass, LayerCache<T>* cache) {
+  const int stack = pass.decoder ? 1 : 0;  // dropout streams: 0 encoder, 1 decoder
+  const float p_drop = pass.training ? static_cast<float>(config_.dropout) : 0.0f;
+  for (size_t j = 0; j < layer.size(); ++j) {
+    const SublayerParams& p = layer[j];
+    SublayerActivations<T>& s = acts[j];
+    TensorView<const T> input = j == 0 ? x : in(acts[j - 1].out);
+    const int sub = static_cast<int>(j);
+    if (p.kind == SublayerKind::kStackNorm) {
+      sublayer_.norm_forward(s.out, s.stats, input, norm_weights(p.norm));
+      continue;
+    }
+    const uint64_t probs_key = site_key(pass.seed, stack, index, sub, kAttentionProbs);
+    auto f = [&](TensorView<const T> f_in, TensorView<T> f_out) {
+      switch (p.kind) {
+        case SublayerKind::kSelfAttention:
+          attention_forward(s.attention, p.attention, f_in, f_in, pass.self_mask, f_out, pass.pools,
+                            pass.training, probs_key, cache ? &cache->self : nullptr, true);
+          break;
+        case SublayerKind::kCrossAttention:
+          attention_forward(s.attention, p.attention, f_in, pass.memory, pass.cross_mask, f_out,
+                            pass.pools, pass.training, probs_key, cache ? &cache->cross : nullptr,
+                            false);
+          break;
+        case SublayerKind::kFeedForward: ffn_forward(s, p.ffn, f_in, f_out); break;
+        case SublayerKind::kStackNorm: break;  // no function: handled above
+      }
+    };
+    sublayer_.forward(s, input, norm_weights(p.norm), f, p_drop,
+                      site_key(pass.seed, stack, index, sub, kSublayer));
+  }
+}
+
+template <typename T>
+void Transformer<T>::layer_backward(const LayerParams& layer,
+                                    std::vector<SublayerActivations<T>>& acts,
+                                    TensorView<const T> x, int64_t index, const LayerPass<T>& pass,
+                                    StreamGradients<T>& grads) {
+  const int stack = pass.decoder ? 1 : 0;
+  const float p_drop = pass.training ? static_cast<float>(config_.dropout) : 0.0f;
+  for (size_t j = layer.size(); j-- > 0;) {
+    const SublayerParams& p = layer[j];
+    SublayerActivations<T>& s = acts[j];
+    TensorView<const T> input = j == 0 ? x : in(acts[j - 1].out);
+    const int sub = static_cast<int>(j);
+    if (p.kind == SublayerKind::kStackNorm) {
+      sublayer_.norm_backward(grads.spare_a, in(grads.stream), input, s.stats, norm_weights(p.norm),
+                              false);
+      std::swap(grads.stream, grads.spare_a);
+      continue;
+    }
+    const uint64_t probs_key = site_key(pass.seed, stack, index, sub, kAttentionProbs);
+    auto f_backward = [&](TensorView<const T> f_in, TensorView<T> df_out, TensorView<T> df_in,
+                          bool accumulate) {
+      switch (p.kind) {
+        case SublayerKind::kSelfAttention:
+          // Queries, keys and values all read f_in: their gradients add up in df_in.
+          attention_backward(s.attention, p.attention, f_in, f_in, df_out, df_in, accumulate, df_in,
+                             pass.self_mask, pass.training, probs_key);
+          break;
+        case SublayerKind::kCrossAttention:
+          attention_backward(s.attention, p.attention, f_in, pass.memory, df_out, df_in, accumulate,
+                             d_enc_output_, pass.cross_mask, pass.training, probs_key);
+          break;
+        case SublayerKind::kFeedForward:
+          ffn_backward(s, p.ffn, f_in, df_out, df_in, accumulate);
+          break;
+        case SublayerKind::kStackNorm: break;  // no function: handled above
+      }
+    };
+    sublayer_.backward(s, input, norm_weights(p.norm), f_backward, grads, p_drop,
+                       site_key(pass.seed, stack, index, sub, kSublayer));
+  }
+}
 
 template <typename T>
 void Transformer<T>::stack_forward(StackActivations<T>& acts,
                                    const std::vector<LayerParams>& layers, bool decoder,
                                    bool training, uint64_t seed) {
-  const AttentionStack self = decoder ? AttentionStack::kDecoderSelf : AttentionStack::kEncoderSelf;
-  const int stack = decoder ? 1 : 0;  // dropout streams: 0 encoder, 1 decoder
-  const float p_drop = training ? static_cast<float>(config_.dropout) : 0.0f;
-  const ops::AttentionMask self_mask = attention_mask(self);
-  const ops::AttentionMask cross_mask = attention_mask(AttentionStack::kDecoderCross);
+  const LayerPass<T> pass = layer_pass(decoder, training, seed);
   for (size_t i = 0; i < layers.size(); ++i) {
-    const LayerParams& p = layers[i];
-    const size_t sublayers = acts.layers[i].size();
-    for (size_t j = 0; j < sublayers; ++j) {
-      SublayerActivations<T>& s = acts.layers[i][j];
-      const bool is_ffn = j + 1 == sublayers;
-      const bool is_cross = decoder && j == 1;
-      const int64_t layer = static_cast<int64_t>(i);
-      const int sub = static_cast<int>(j);
-      const uint64_t probs_key = site_key(seed, stack, layer, sub, kAttentionProbs);
-      auto f = [&](TensorView<const T> f_in, TensorView<T> f_out) {
-        if (is_ffn) {
-          ffn_forward(s, p.ffn, f_in, f_out);
-        } else if (is_cross) {
-          attention_forward(s.attention, p.cross_attn, f_in, in(enc_.output), cross_mask, f_out,
-                            training, probs_key);
-        } else {
-          attention_forward(s.attention, p.self_attn, f_in, f_in, self_mask, f_out, training,
-                            probs_key);
-        }
-      };
-      sublayer_.forward(s, in(sublayer_input(acts, i, j)),
-                        norm_weights(sublayer_norm(p, is_ffn, is_cross)), f, p_drop,
-                        site_key(seed, stack, layer, sub, kSublayer));
-    }
-  }
-  if (sublayer_.pre_norm()) {
-    sublayer_.norm_forward(acts.final_normed, acts.final_stats, in(acts.layers.back().back().out),
-                           norm_weights(final_norm(decoder)));
+    TensorView<const T> x = i == 0 ? acts.embedded : acts.layers[i - 1].back().out;
+    layer_forward(layers[i], acts.layers[i], x, static_cast<int64_t>(i), pass, nullptr);
   }
 }
 
@@ -83,47 +126,46 @@ template <typename T>
 TensorView<T> Transformer<T>::stack_backward(StackActivations<T>& acts,
                                              const std::vector<LayerParams>& layers, bool decoder,
                                              TensorView<T> dout, uint64_t seed) {
-  const AttentionStack self = decoder ? AttentionStack::kDecoderSelf : AttentionStack::kEncoderSelf;
-  const int stack = decoder ? 1 : 0;  // dropout streams: 0 encoder, 1 decoder
-  const float p_drop = training_ ? static_cast<float>(config_.dropout) : 0.0f;
-  const ops::AttentionMask self_mask = attention_mask(self);
-  const ops::AttentionMask cross_mask = attention_mask(AttentionStack::kDecoderCross);
+  const LayerPass<T> pass = layer_pass(decoder, training_, seed);
   StreamGradients<T> grads{dout, shaped(pool_tmp1_, dout.shape()),
                            shaped(pool_tmp2_, dout.shape())};
-  if (sublayer_.pre_norm()) {
-    sublayer_.norm_backward(grads.spare_a, in(grads.stream), in(acts.layers.back().back().out),
-                            acts.final_stats, norm_weights(final_norm(decoder)), false);
-    std::swap(grads.stream, grads.spare_a);
-  }
   for (size_t i = layers.size(); i-- > 0;) {
-    const LayerParams& p = layers[i];
-    const size_t sublayers = acts.layers[i].size();
-    for (size_t j = sublayers; j-- > 0;) {
-      SublayerActivations<T>& s = acts.layers[i][j];
-      const bool is_ffn = j + 1 == sublayers;
-      const bool is_cross = decoder && j == 1;
-      const int64_t layer = static_cast<int64_t>(i);
-      const int sub = static_cast<int>(j);
-      const uint64_t probs_key = site_key(seed, stack, layer, sub, kAttentionProbs);
-      auto f_backward = [&](TensorView<const T> f_in, TensorView<T> df_out, TensorView<T> df_in,
-                            bool accumulate) {
-        if (is_ffn) {
-          ffn_backward(s, p.ffn, f_in, df_out, df_in, accumulate);
-        } else if (is_cross) {
-          attention_backward(s.attention, p.cross_attn, f_in, in(enc_.output), df_out, df_in,
-                             accumulate, d_enc_output_, cross_mask, training_, probs_key);
-        } else {
-          // Queries, keys and values all read f_in: their gradients add up in df_in.
-          attention_backward(s.attention, p.self_attn, f_in, f_in, df_out, df_in, accumulate, df_in,
-                             self_mask, training_, probs_key);
-        }
-      };
-      sublayer_.backward(s, in(sublayer_input(acts, i, j)),
-                         norm_weights(sublayer_norm(p, is_ffn, is_cross)), f_backward, grads,
-                         p_drop, site_key(seed, stack, layer, sub, kSublayer));
-    }
+    TensorView<const T> x = i == 0 ? acts.embedded : acts.layers[i - 1].back().out;
+    layer_backward(layers[i], acts.layers[i], x, static_cast<int64_t>(i), pass, grads);
   }
   return grads.stream;
+}
+
+template <typename T>
+void Transformer<T>::embed_step(StepWorkspace<T>& w, const int32_t* tokens, int64_t position) {
+  embed_forward(w.x, tokens, tgt_embedding_, tgt_positions_, position, 0.0f, 0);
+}
+
+template <typename T>
+void Transformer<T>::layer_step(StepWorkspace<T>& w, int64_t index, LayerCache<T>& cache,
+                                const ops::AttentionMask& cross_mask) {
+  // The query at the newest position sees every cached position; no dropout.
+  LayerPass<T> pass{true, ops::AttentionMask{}, cross_mask, {}, w.pools, false, 0};
+  const size_t i = static_cast<size_t>(index);
+  layer_forward(decoder_[i], w.layers[i], w.x, index, pass, &cache);
+}
+
+template <typename T>
+void Transformer<T>::output_step(StepWorkspace<T>& w) {
+  output_forward(w.logits, w.layers.back().back().out);
+}
+
+template <typename T>
+void Transformer<T>::fill_cross_cache(int64_t index, TensorView<const T> memory,
+                                      LayerCache<T>& cache) {
+  const SublayerParams& cross =
+      decoder_[static_cast<size_t>(index)][attention_block(AttentionStack::kDecoderCross)];
+  CHECK(cross.kind == SublayerKind::kCrossAttention && cache.cross.length == 0)
+      << "decoder layer " << index << " has no empty cross-attention cache to fill";
+  cache.cross.length = memory.dim(1);
+  // encode() carved the pools for the source's rows.
+  project_keys_values(cross.attention, memory, cache.cross.key_view(), cache.cross.value_view(),
+                      forward_pools_);
 }
 
 template <typename T>
@@ -141,7 +183,7 @@ TensorView<const T> Transformer<T>::encode(const Batch& batch) {
   training_ = false;
   full_forward_ = false;
   probe_.ready = false;
-  embed_forward(enc_, src_.data(), S, src_embedding_, src_positions_, false, 0);
+  embed_forward(enc_.embedded, src_.data(), src_embedding_, src_positions_, 0, 0.0f, 0);
   stack_forward(enc_, encoder_, false, false, 0);
   return enc_.output;
 }
@@ -173,16 +215,14 @@ ops::LossSums Transformer<T>::forward(const Batch& batch, float label_smoothing,
   full_forward_ = true;
   probe_.ready = false;
 
-  embed_forward(enc_, src_.data(), S, src_embedding_, src_positions_, training,
+  const float p_drop = training ? static_cast<float>(config_.dropout) : 0.0f;
+  embed_forward(enc_.embedded, src_.data(), src_embedding_, src_positions_, 0, p_drop,
                 site_key(dropout_seed, 0, 0, 0, kEmbedding));
   stack_forward(enc_, encoder_, false, training, dropout_seed);
-  embed_forward(dec_, tgt_in_.data(), T_, tgt_embedding_, tgt_positions_, training,
+  embed_forward(dec_.embedded, tgt_in_.data(), tgt_embedding_, tgt_positions_, 0, p_drop,
                 site_key(dropout_seed, 1, 0, 0, kEmbedding));
   stack_forward(dec_, decoder_, true, training, dropout_seed);
-  // logits (B*T,N) = decoder output (B*T,D) E^T (+ b)
-  TensorView<const T> bias = output_bias_ >= 0 ? in(param(output_bias_)) : TensorView<const T>();
-  ops::linear_forward<T>(logits_, in(dec_.output.reshape({B * T_, config_.d_model})),
-                         in(param(output_weight_)), bias);
+  output_forward(logits_, in(dec_.output));
   return ops::cross_entropy_forward<T>(log_probs_, in(logits_), tgt_out_.data(), label_smoothing,
                                        config_.pad_id);
 }
@@ -219,7 +259,12 @@ void Transformer<T>::backward(T dloss) {
       StackActivations<T>&, const std::vector<LayerParams>&, bool, TensorView<T>, uint64_t); \
   template ops::LossSums Transformer<T>::forward(const Batch&, float, bool, uint64_t);       \
   template TensorView<const T> Transformer<T>::encode(const Batch&);                         \
-  template void Transformer<T>::backward(T);
+  template void Transformer<T>::backward(T);                                                 \
+  template void Transformer<T>::embed_step(StepWorkspace<T>&, const int32_t*, int64_t);      \
+  template void Transformer<T>::layer_step(StepWorkspace<T>&, int64_t, LayerCache<T>&,       \
+                                           const ops::AttentionMask&);                       \
+  template void Transformer<T>::output_step(StepWorkspace<T>&);                              \
+  template void Transformer<T>::fill_cross_cache(int64_t, TensorView<const T>, LayerCache<T>&);
 
 ATTNLAB_INSTANTIATE_PASSES(float)
 ATTNLAB_INSTANTIATE_PASSES(double)

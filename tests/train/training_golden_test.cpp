@@ -6,9 +6,11 @@
 // main at 21c3b68, before the decoder layer of core/model/layer.h existed, when training ran its
 // own stack loop and DecoderState its own copy of the layer:
 //
-//   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
-//     ATTNLAB_WRITE_GOLDEN=tests/fixtures/golden/training_steps.txt \
-//     build/tests/train/test_train --gtest_filter='TrainingGolden.*'
+//   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+//   ATTNLAB_WRITE_GOLDEN=tests/fixtures/golden/training_steps.txt
+//   build/tests/train/test_train --gtest_filter='TrainingGolden.*'
+//
+// (one command line).
 //
 // A refactoring of the model that is meant to keep the arithmetic must keep this test passing.
 // Float sums depend on the GEMM and vector kernels and on the compiler's code, so the file records
