@@ -5,34 +5,34 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <tuple>
 
 #include "core/decode/decoder_state.h"
 #include "core/decode/greedy.h"
+#include "tests/common/model_variants.h"
 #include "tests/common/tiny_model.h"
 
 namespace attnlab {
 namespace {
 
-ModelConfig small_config(NormPlacement norm, PositionKind positions) {
+ModelConfig small_config() {
   ModelConfig c = test::tiny_model_config();
   c.d_model = 16;  // four heads of d_k 3 and d_v 5: neither width is d_model / heads
   c.d_ff = 24;
   c.heads = 4;
-  c.norm = norm;
-  c.positions = positions;
   c.max_positions = 32;  // the longest prefix decoded
   c.vocab_size = 13;
   return c;
 }
 
-using Variant = std::tuple<NormPlacement, NormType, PositionKind, AttentionKernel>;
-class KvCache : public ::testing::TestWithParam<Variant> {};
+// Every architecture variant (tests/common/model_variants.h), under either attention kernel.
+using Combination = std::tuple<test::ModelVariant, AttentionKernel>;
+class KvCache : public ::testing::TestWithParam<Combination> {};
 
 TEST_P(KvCache, IncrementalLogitsEqualFullDecoderOnEveryPrefix) {
-  const auto [norm, norm_type, positions, kernel] = GetParam();
-  ModelConfig config = small_config(norm, positions);
-  config.norm_type = norm_type;
+  const auto& [variant, kernel] = GetParam();
+  ModelConfig config = variant.applied_to(small_config());
   config.attention = kernel;  // decoding attends with the standard kernel either way
   Transformer<double> model(config, 11);
   Batch source;
@@ -73,15 +73,19 @@ TEST_P(KvCache, IncrementalLogitsEqualFullDecoderOnEveryPrefix) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Variants, KvCache,
-    ::testing::Combine(::testing::Values(NormPlacement::kPost, NormPlacement::kPre),
-                       ::testing::Values(NormType::kLayerNorm, NormType::kRmsNorm),
-                       ::testing::Values(PositionKind::kSinusoidal, PositionKind::kLearned),
-                       ::testing::Values(AttentionKernel::kStandard, AttentionKernel::kTiled)));
+std::string combination_name(const ::testing::TestParamInfo<Combination>& info) {
+  const auto& [variant, kernel] = info.param;
+  return variant.name() + "_" + to_string(kernel);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, KvCache,
+                         ::testing::Combine(::testing::ValuesIn(test::model_variants()),
+                                            ::testing::Values(AttentionKernel::kStandard,
+                                                              AttentionKernel::kTiled)),
+                         combination_name);
 
 TEST(KvCache, ReorderKeepsTheSelectedSentences) {
-  Transformer<double> model(small_config(NormPlacement::kPost, PositionKind::kSinusoidal), 4);
+  Transformer<double> model(small_config(), 4);
   Batch source;
   source.size = 2;
   source.src_length = 3;
@@ -106,7 +110,8 @@ TEST(KvCache, ReorderKeepsTheSelectedSentences) {
 }
 
 TEST(Greedy, NeverEmitsPadOrBosAndStopsAtMaxLength) {
-  ModelConfig config = small_config(NormPlacement::kPre, PositionKind::kSinusoidal);
+  ModelConfig config = small_config();
+  config.norm = NormPlacement::kPre;
   config.tie_embeddings = false;
   config.output_bias = true;
   Transformer<double> model(config, 2);
@@ -136,7 +141,7 @@ TEST(Greedy, NeverEmitsPadOrBosAndStopsAtMaxLength) {
 // them and fall back to the best other token).
 TEST(Greedy, ChoosesTheFirstMaximumOverALargeVocabulary) {
   for (int variant = 0; variant < 2; ++variant) {
-    ModelConfig config = small_config(NormPlacement::kPost, PositionKind::kSinusoidal);
+    ModelConfig config = small_config();
     config.vocab_size = 700;
     config.tie_embeddings = false;
     config.output_bias = true;

@@ -1,5 +1,5 @@
-// Whole-model central-difference gradient check in double precision, over every combination of
-// norm placement, norm type, position kind and attention scale mode, with padding in source and
+// Whole-model central-difference gradient check in double precision, for every architecture
+// variant (tests/common/model_variants.h) with and without dropout, with padding in source and
 // target.
 #include <gtest/gtest.h>
 
@@ -8,18 +8,11 @@
 
 #include "common/gradcheck.h"
 #include "core/model/transformer.h"
+#include "tests/common/model_variants.h"
 #include "tests/common/tiny_model.h"
 
 namespace attnlab {
 namespace {
-
-ModelConfig tiny_config(NormPlacement norm, PositionKind positions, const std::string& scale) {
-  ModelConfig c = test::tiny_model_config();  // heads * d_k != d_model, and d_k != d_v
-  c.norm = norm;
-  c.positions = positions;
-  c.attention_scale = AttentionScale::parse(scale);
-  return c;
-}
 
 // Two sentence pairs; the second is shorter on both sides (padded with 0).
 Batch tiny_batch() {
@@ -35,14 +28,11 @@ Batch tiny_batch() {
   return b;
 }
 
-using Combination = std::tuple<NormPlacement, NormType, PositionKind, std::string, double>;
-
-class ModelGradCheck : public ::testing::TestWithParam<Combination> {};
+class ModelGradCheck : public ::testing::TestWithParam<test::VariantAndDropout> {};
 
 TEST_P(ModelGradCheck, EveryParameterMatchesCentralDifferences) {
-  const auto& [norm, norm_type, positions, scale, dropout] = GetParam();
-  ModelConfig config = tiny_config(norm, positions, scale);
-  config.norm_type = norm_type;
+  const auto& [variant, dropout] = GetParam();
+  ModelConfig config = variant.applied_to(test::tiny_model_config());
   config.dropout = dropout;
   config.attention_dropout = dropout;
   Transformer<double> model(config, 7);
@@ -67,48 +57,13 @@ TEST_P(ModelGradCheck, EveryParameterMatchesCentralDifferences) {
   EXPECT_GT(result.checked, 500);
 }
 
-std::string combination_name(const ::testing::TestParamInfo<Combination>& info) {
-  const auto& [norm, norm_type, positions, scale, dropout] = info.param;
-  return to_string(norm) + "_" + to_string(norm_type) + "_" + to_string(positions) + "_" + scale +
-         (dropout > 0 ? "_dropout" : "");
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    AllAblations, ModelGradCheck,
-    ::testing::Combine(::testing::Values(NormPlacement::kPost, NormPlacement::kPre),
-                       ::testing::Values(NormType::kLayerNorm, NormType::kRmsNorm),
-                       ::testing::Values(PositionKind::kSinusoidal, PositionKind::kLearned),
-                       ::testing::Values(std::string("rsqrt_dk"), std::string("none"),
-                                         std::string("learned")),
-                       ::testing::Values(0.0, 0.2)),
-    combination_name);
-
-TEST(ModelGradCheck, UntiedEmbeddingsWithOutputBias) {
-  ModelConfig config = tiny_config(NormPlacement::kPost, PositionKind::kSinusoidal, "inv_dk");
-  config.tie_embeddings = false;
-  config.output_bias = true;
-  Transformer<double> model(config, 3);
-  const Batch batch = tiny_batch();
-  model.zero_grads();
-  model.forward(batch, 0.0f, false, 0);
-  model.backward(1.0);
-  const std::vector<double> analytic = model.grads();
-  std::vector<test::GradTensor> tensors;
-  for (const ParamEntry& e : model.table().entries()) {
-    tensors.push_back(
-        {e.name, model.params().data() + e.offset, analytic.data() + e.offset, e.shape.numel()});
-  }
-  auto objective = [&] { return model.forward(batch, 0.0f, false, 0).loss; };
-  test::GradCheckOptions options;
-  options.max_per_tensor = 8;
-  const test::GradCheckResult result = test::check_gradients(objective, tensors, options);
-  EXPECT_TRUE(result.passed) << result.report;
-}
+INSTANTIATE_TEST_SUITE_P(AllVariants, ModelGradCheck, test::variants_with_dropout(0.2),
+                         test::variant_and_dropout_name);
 
 // Padding and the causal mask, exactly: changing a padded source token or a future target token
 // changes no loss term of the positions that must not see it.
 TEST(ModelMasks, FutureAndPaddedTokensDoNotLeak) {
-  ModelConfig config = tiny_config(NormPlacement::kPost, PositionKind::kSinusoidal, "rsqrt_dk");
+  const ModelConfig config = test::tiny_model_config();  // heads * d_k != d_model, d_k != d_v
   Transformer<double> model(config, 5);
   Batch batch = tiny_batch();
   model.forward(batch, 0.0f, false, 0);

@@ -1,7 +1,8 @@
 // model.attention: tiled against standard on the whole model: the same loss and every parameter
-// gradient (float to 1e-5, double to 1e-10) with padding, both norm placements, a learned scale
-// and dropout (attention dropout included), on lengths that cross the 64-key tiles; and the
-// attention maps the run log and diagnostics read (computed on request in tiled mode).
+// gradient (float to 1e-5, double to 1e-10) with padding, for every architecture variant
+// (tests/common/model_variants.h) with and without dropout (attention dropout included), on
+// lengths that cross the 64-key tiles; and the attention maps the run log and diagnostics read
+// (computed on request in tiled mode).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,19 +13,18 @@
 #include "common/tensor_testing.h"
 #include "core/model/transformer.h"
 #include "core/ops/attention_tiled.h"
+#include "tests/common/model_variants.h"
 #include "tests/common/tiny_model.h"
 
 namespace attnlab {
 namespace {
 
-ModelConfig small_config(NormPlacement norm, const std::string& scale, double dropout) {
+ModelConfig small_config(double dropout) {
   ModelConfig c = test::tiny_model_config();
   c.dropout = dropout;
   c.attention_dropout = dropout;
-  c.norm = norm;
   c.max_positions = 80;  // long_batch's 70 source tokens span more than one key tile
-  c.attention_scale = AttentionScale::parse(scale);
-  c.vocab_size = 13;  // long_batch's token ids
+  c.vocab_size = 13;     // long_batch's token ids
   return c;
 }
 
@@ -70,12 +70,11 @@ Pass run(ModelConfig config, AttentionKernel kernel, bool training) {
   return pass;
 }
 
-using Combination = std::tuple<NormPlacement, std::string, double>;
-class TiledModel : public ::testing::TestWithParam<Combination> {};
+class TiledModel : public ::testing::TestWithParam<test::VariantAndDropout> {};
 
 TEST_P(TiledModel, FloatLossAndGradientsEqualStandard) {
-  const auto& [norm, scale, dropout] = GetParam();
-  const ModelConfig config = small_config(norm, scale, dropout);
+  const auto& [variant, dropout] = GetParam();
+  const ModelConfig config = variant.applied_to(small_config(dropout));
   const Pass standard = run<float>(config, AttentionKernel::kStandard, true);
   const Pass tiled = run<float>(config, AttentionKernel::kTiled, true);
   EXPECT_NEAR(tiled.loss.loss, standard.loss.loss, 1e-5 * std::fabs(standard.loss.loss));
@@ -85,8 +84,8 @@ TEST_P(TiledModel, FloatLossAndGradientsEqualStandard) {
 }
 
 TEST_P(TiledModel, DoubleLossAndGradientsEqualStandard) {
-  const auto& [norm, scale, dropout] = GetParam();
-  const ModelConfig config = small_config(norm, scale, dropout);
+  const auto& [variant, dropout] = GetParam();
+  const ModelConfig config = variant.applied_to(small_config(dropout));
   const Pass standard = run<double>(config, AttentionKernel::kStandard, true);
   const Pass tiled = run<double>(config, AttentionKernel::kTiled, true);
   EXPECT_NEAR(tiled.loss.loss, standard.loss.loss, 1e-10 * std::fabs(standard.loss.loss));
@@ -97,20 +96,11 @@ TEST_P(TiledModel, DoubleLossAndGradientsEqualStandard) {
   EXPECT_GT(largest, 1e-3);
 }
 
-std::string combination_name(const ::testing::TestParamInfo<Combination>& info) {
-  const auto& [norm, scale, dropout] = info.param;
-  return to_string(norm) + "_" + scale + (dropout > 0 ? "_dropout" : "");
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Ablations, TiledModel,
-    ::testing::Combine(::testing::Values(NormPlacement::kPost, NormPlacement::kPre),
-                       ::testing::Values(std::string("rsqrt_dk"), std::string("learned")),
-                       ::testing::Values(0.0, 0.2)),
-    combination_name);
+INSTANTIATE_TEST_SUITE_P(AllVariants, TiledModel, test::variants_with_dropout(0.2),
+                         test::variant_and_dropout_name);
 
 TEST(TiledModelProbe, AttentionMapsEqualStandard) {
-  const ModelConfig base = small_config(NormPlacement::kPost, "rsqrt_dk", 0.1);
+  const ModelConfig base = small_config(0.1);
   ModelConfig tiled_config = base;
   tiled_config.attention = AttentionKernel::kTiled;
   Transformer<float> standard(base, 4), tiled(tiled_config, 4);
@@ -145,7 +135,7 @@ TEST(TiledModelProbe, AttentionMapsEqualStandard) {
 TEST(TiledModelWorkspace, DropsTheScoreMatrices) {
   // Tiled replaces every block's (B,H,T,S) probabilities by a (B,H,T) logsumexp and the
   // (B,H,L,L) backward scratch by the per-worker tiles; nothing else in the workspace changes.
-  const ModelConfig base = small_config(NormPlacement::kPost, "rsqrt_dk", 0.0);
+  const ModelConfig base = small_config(0.0);
   ModelConfig tiled_config = base;
   tiled_config.attention = AttentionKernel::kTiled;
   Transformer<float> standard(base, 4), tiled(tiled_config, 4);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/model/param_table.h"
+#include "tests/common/model_variants.h"
 
 namespace attnlab {
 namespace {
@@ -26,23 +27,16 @@ TEST(ParamCount, PaperBaseIs63_08MillionWithoutOutputBias) {
 }
 
 TEST(ParamCount, TableAgreesWithFormulaAcrossAblations) {
-  for (int heads : {1, 4, 16}) {
-    for (bool learned : {false, true}) {
-      for (bool pre : {false, true}) {
-        for (NormType norm_type : {NormType::kLayerNorm, NormType::kRmsNorm}) {
-          ModelConfig c;
-          c.heads = heads;
-          c.d_k = 512 / heads;
-          c.d_v = 512 / heads;
-          c.positions = learned ? PositionKind::kLearned : PositionKind::kSinusoidal;
-          c.norm = pre ? NormPlacement::kPre : NormPlacement::kPost;
-          c.norm_type = norm_type;
-          c.attention_scale = AttentionScale::parse(learned ? "learned" : "rsqrt_dk");
-          c.tie_embeddings = !pre;
-          EXPECT_EQ(table_total(c), analytic_parameter_count(c))
-              << heads << learned << pre << to_string(norm_type);
-        }
-      }
+  // Every architecture variant (tests/common/model_variants.h) of the base model, at three head
+  // counts.
+  for (const test::ModelVariant& variant : test::model_variants()) {
+    for (int heads : {1, 4, 16}) {
+      ModelConfig c = variant.applied_to(ModelConfig{});
+      c.heads = heads;
+      c.d_k = 512 / heads;
+      c.d_v = 512 / heads;
+      EXPECT_EQ(table_total(c), analytic_parameter_count(c))
+          << variant.name() << " heads " << heads;
     }
   }
   ModelConfig row_b;
