@@ -246,7 +246,7 @@ template <typename T>
 void Transformer<T>::carve_step(Arena<T>& arena, StepWorkspace<T>& w, int64_t batch,
                                 int64_t src_length, int64_t max_steps) const {
   const ModelConfig& c = config_;
-  const int64_t B = batch, S = src_length, D = c.d_model, H = c.heads, K = c.d_k, V = c.d_v;
+  const int64_t B = batch, S = src_length, D = c.d_model;
   w.layers.resize(decoder_.size());
   auto layout = [&](bool counting) {
     arena.begin(counting);
@@ -267,11 +267,6 @@ void Transformer<T>::carve_step(Arena<T>& arena, StepWorkspace<T>& w, int64_t ba
         w.layers[i].push_back(shared[static_cast<int>(p.kind)]);
     }
     w.logits = arena.take({B, c.vocab_size});
-    w.pools = {arena.take({B * H * K}),
-               arena.take({B * H * K}),
-               arena.take({B * H * V}),
-               arena.take({B * H * V}),
-               {}};
   };
   layout(true);
   arena.reserve(arena.used());
@@ -319,12 +314,15 @@ void Transformer<T>::project_keys_values(const AttentionParams& p, TensorView<co
                                          const ForwardPools<T>& pools) {
   const int64_t B = key_value_in.dim(0), keys = key_value_in.dim(1);
   const int64_t D = config_.d_model, H = config_.heads, K = config_.d_k, V = config_.d_v;
-  TensorView<T> k = shaped(pools.k, {B * keys, H * K});
-  TensorView<T> v = shaped(pools.v, {B * keys, H * V});
+  // One position per sentence (decoding): (B,1,H*W) already is the (B,H,1,W) heads layout.
+  const bool one_position = keys == 1;
+  TensorView<T> k = one_position ? k_heads.reshape({B, H * K}) : shaped(pools.k, {B * keys, H * K});
+  TensorView<T> v = one_position ? v_heads.reshape({B, H * V}) : shaped(pools.v, {B * keys, H * V});
   ops::linear_forward<T>(k, key_value_in.reshape({B * keys, D}), in(param(p.k_weight)),
                          in(param(p.k_bias)));
   ops::linear_forward<T>(v, key_value_in.reshape({B * keys, D}), in(param(p.v_weight)),
                          in(param(p.v_bias)));
+  if (one_position) return;
   ops::split_heads<T>(k_heads, in(k.reshape({B, keys, H * K})));
   ops::split_heads<T>(v_heads, in(v.reshape({B, keys, H * V})));
 }
@@ -339,11 +337,15 @@ void Transformer<T>::attention_forward(AttentionActivations<T>& a, const Attenti
   const int64_t D = config_.d_model;
   const int64_t B = query_in.dim(0), queries = query_in.dim(1);
   const int64_t H = config_.heads, K = config_.d_k, V = config_.d_v;
-  // Projections (B,L,H*K) pass through the pools on their way to the heads layout.
-  TensorView<T> q = shaped(pools.q, {B * queries, H * K});
+  // Projections (B,L,H*K) pass through the pools on their way to the heads layout, except with
+  // one query per sentence (decoding), where (B,1,H*K) already is the (B,H,1,K) heads layout and
+  // the (B,H,1,V) heads' output the joined (B,1,H*V).
+  const bool one_query = queries == 1;
+  TensorView<T> q =
+      one_query ? a.q_heads.reshape({B, H * K}) : shaped(pools.q, {B * queries, H * K});
   ops::linear_forward<T>(q, query_in.reshape({B * queries, D}), in(param(p.q_weight)),
                          in(param(p.q_bias)));
-  ops::split_heads<T>(a.q_heads, in(q.reshape({B, queries, H * K})));
+  if (!one_query) ops::split_heads<T>(a.q_heads, in(q.reshape({B, queries, H * K})));
   TensorView<T> keys = a.k_heads, values = a.v_heads;
   if (cache == nullptr || append) {
     project_keys_values(p, key_value_in, a.k_heads, a.v_heads, pools);
@@ -354,7 +356,8 @@ void Transformer<T>::attention_forward(AttentionActivations<T>& a, const Attenti
     values = cache->value_view();
   }
   const float p_drop = training ? static_cast<float>(config_.attention_dropout) : 0.0f;
-  TensorView<T> heads_out = shaped(pools.heads_out, {B, H, queries, V});
+  TensorView<T> heads_out =
+      one_query ? a.combined.reshape({B, H, 1, V}) : shaped(pools.heads_out, {B, H, queries, V});
   // Decoding has one query per sentence: the standard kernel, whose (B,H,1,keys) probabilities are
   // small, whatever model.attention says (carve_sublayer carves its buffers).
   if (tiled() && cache == nullptr) {
@@ -365,7 +368,7 @@ void Transformer<T>::attention_forward(AttentionActivations<T>& a, const Attenti
                               in(a.q_heads), in(keys), in(values), mask, attention_scale(p), p_drop,
                               key);
   }
-  ops::combine_heads<T>(a.combined, in(heads_out));
+  if (!one_query) ops::combine_heads<T>(a.combined, in(heads_out));
   ops::linear_forward<T>(out.reshape({B * queries, D}),
                          in(a.combined.reshape({B * queries, H * V})), in(param(p.out_weight)),
                          in(param(p.out_bias)));

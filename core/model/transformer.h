@@ -68,13 +68,13 @@ struct LayerPass {
 
 // Incremental decoding's workspace for B sentences (core/decode/decoder_state.h): one position per
 // sentence; every layer's sub-layers of a kind share one set of buffers, and the residual ones
-// write their output over their input, x.
+// write their output over their input, x. One position needs no pools: its projections are
+// written in the heads layout directly.
 template <typename T>
 struct StepWorkspace {
   TensorView<T> x;                                          // (B,1,D) the residual stream
   std::vector<std::vector<SublayerActivations<T>>> layers;  // [layer][sublayer]
   TensorView<T> logits;                                     // (B,N)
-  ForwardPools<T> pools;
 };
 
 template <typename T>

@@ -145,7 +145,7 @@ template <typename T>
 void Transformer<T>::layer_step(StepWorkspace<T>& w, int64_t index, LayerCache<T>& cache,
                                 const ops::AttentionMask& cross_mask) {
   // The query at the newest position sees every cached position; no dropout.
-  LayerPass<T> pass{true, ops::AttentionMask{}, cross_mask, {}, w.pools, false, 0};
+  LayerPass<T> pass{true, ops::AttentionMask{}, cross_mask, {}, {}, false, 0};
   const size_t i = static_cast<size_t>(index);
   layer_forward(decoder_[i], w.layers[i], w.x, index, pass, &cache);
 }
