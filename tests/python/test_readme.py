@@ -134,38 +134,41 @@ def test_make_run_does_what_the_readme_says():
     assert positions == sorted(positions), f"make run's steps are out of order:\n{plan}"
     text = readme()
     for part in ("attnlab data bible --out data/bible", STUDY, STUDY_LONG,
-                 "experiments/small/study-base.yaml",
+                 "experiments/small/budget.yaml",
                  "runs/study/report/report.md", "attnlab report runs/study"):
         assert part in text
 
 
-# The values each axis takes in the study (four axes; label smoothing is the long study's) and in
-# its longer form, whose values the README lists.
+# The values each axis takes in the study (width, label smoothing and the norm's place, on one
+# rank a run, two runs at once) and in its longer form (the mission's five axes on two ranks),
+# whose values the README lists.
 STUDY_AXES = {
-    STUDY: {"model.heads": {"8", "1"}, "model.norm": {"post", "pre"},
-            "model.positions": {"sinusoidal", "learned"},
-            "model.attention_scale": {"rsqrt_dk", "none"},
-            "train.label_smoothing": {"0.1"}},
-    STUDY_LONG: {"model.heads": {"8", "1", "4"}, "model.norm": {"post", "pre"},
-                 "model.positions": {"sinusoidal", "learned"},
+    STUDY: {"model.d_model": {"64", "32"}, "model.heads": {"8"}, "model.norm": {"post", "pre"},
+            "model.positions": {"sinusoidal"}, "model.attention_scale": {"rsqrt_dk"},
+            "train.label_smoothing": {"0.1", "0.0"}},
+    STUDY_LONG: {"model.d_model": {"64"}, "model.heads": {"8", "1", "4"},
+                 "model.norm": {"post", "pre"}, "model.positions": {"sinusoidal", "learned"},
                  "model.attention_scale": {"rsqrt_dk", "none", "inv_dk"},
                  "train.label_smoothing": {"0.1", "0.0"}},
 }
+STUDY_RANKS = {STUDY: 1, STUDY_LONG: 2}
 
 
 @pytest.mark.parametrize("sweep_file", sorted(STUDY_AXES))
-def test_the_studies_have_their_axes_on_two_ranks(attnlab, tmp_path, sweep_file):
+def test_the_studies_have_their_axes_and_ranks(attnlab, tmp_path, sweep_file):
     out = run_attnlab(attnlab, "sweep", ROOT / sweep_file, "--launcher", "local", "--dry-run",
                       "--out", tmp_path, timeout=120).stdout
     plan = [line for line in out.splitlines() if " train -c " in line]
-    assert plan and all("mpirun -np 2 " in line for line in plan), out
+    ranks = STUDY_RANKS[sweep_file]
+    assert plan and all(("mpirun -np 2 " in line) == (ranks == 2) for line in plan), out
     # d_k = d_v = d_model / h in every run, read back from the config each run gets; every run
     # differs from the base in at most one axis.
     configs = sorted(tmp_path.glob("*/*/config.yaml"))
     assert len(configs) == len(plan), configs
     axes = {key: set() for key in STUDY_AXES[sweep_file]}
-    paper = {"model.heads": "8", "model.norm": "post", "model.positions": "sinusoidal",
-             "model.attention_scale": "rsqrt_dk", "train.label_smoothing": "0.1"}
+    paper = {"model.d_model": "64", "model.heads": "8", "model.norm": "post",
+             "model.positions": "sinusoidal", "model.attention_scale": "rsqrt_dk",
+             "train.label_smoothing": "0.1"}
     for config in configs:
         lines = run_attnlab(attnlab, "config", "-c", config, "--flat").stdout.splitlines()
         flat = dict(line.split("=", 1) for line in lines)
