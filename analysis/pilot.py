@@ -126,14 +126,19 @@ def markdown(sweep, frame, choice, notes=None):
     return "\n".join(lines) + "\n"
 
 
-def pilot_arguments(module, description, example, argv):
-    """The command line every pilot page takes: SWEEP [--out DIR] [--notes FILE]."""
+def pilot_arguments(module, description, example, argv, stages=False):
+    """The command line every pilot page takes: SWEEP [--out DIR] [--notes FILE]; with stages,
+    also [--longer DIR ...], sweeps that train some of its runs further."""
     parser = argparse.ArgumentParser(prog=f"python3 -m analysis.{module}",
                                      description=description)
     parser.add_argument("sweep", help=f"the pilot's sweep directory ({example})")
     parser.add_argument("--out", help="output directory (default: <sweep>/pilot)")
     parser.add_argument("--notes", help="a Markdown file whose text goes into pilot.md as its "
                         "Discussion section")
+    if stages:
+        parser.add_argument("--longer", action="append", default=[], metavar="DIR",
+                            help="a second stage's sweep directory: runs of the same rows, rates "
+                            "and seeds trained further (repeatable)")
     return parser.parse_args(argv)
 
 

@@ -8,6 +8,9 @@ The rules, stated so that they can be checked:
   NLL still falls: it dropped by at least FALLING_NATS over the last quarter of its evaluations
   (a drop of 1% in dev PPL). A run that stalls, or one whose decoder is a language model of the
   target side, does not.
+- A row may have a second stage (--longer: the same runs trained further, e.g. over the whole
+  noam part of a budget, experiments/small/pilot-budget-long.yaml): then its longest run at a
+  rate and seed decides, and the shorter one, whose steps the longer repeats, is shown beside it.
 - The chosen rate is the one under which every row learns (every seed of every row); among those,
   the one with the lowest geometric-mean dev PPL over the rows (the mean of log PPL), so that no
   row's scale dominates. When no rate lets every row learn, there is no choice and the page says
@@ -76,7 +79,7 @@ def run_frame(sweep):
                         "steps": int(run.get("steps", 0) or 0),
                         "dev_ppl": float(run["dev_ppl"]), "dev_cross_attention": cross,
                         "last_quarter_drop": drop, "learns": learns(cross, drop)})
-    return pd.DataFrame.from_records(records).sort_values(["row", "rate", "seed"])
+    return pd.DataFrame.from_records(records).sort_values(["row", "rate", "seed", "steps"])
 
 
 def model_row(name):
@@ -84,11 +87,20 @@ def model_row(name):
     return str(name).split(".")[0]
 
 
+def deciding(frame):
+    """The run that decides each (row, rate, seed): the one trained longest."""
+    if "steps" not in frame:
+        return frame
+    return frame.sort_values("steps", kind="stable").groupby(
+        ["row", "rate", "seed"], sort=False).tail(1)
+
+
 def choose(frame, declared):
     """(rate, geometric-mean PPL, scores) for the rate under which every declared row has run
-    and learns, with the lowest geometric-mean dev PPL; rate None when no rate does yet."""
+    and learns, with the lowest geometric-mean dev PPL; rate None when no rate does yet. Of a row
+    trained in two stages, the longer run decides."""
     scores = {}
-    for rate, part in frame.groupby("rate"):
+    for rate, part in deciding(frame).groupby("rate"):
         if set(part["row"]) != set(declared) or not part["learns"].all():
             continue
         per_row = part.assign(log=np.log(part["dev_ppl"])).groupby("row")["log"].mean()
@@ -104,12 +116,12 @@ def peak_at_d_model_64(scale, warmup):
     return scale / math.sqrt(64.0 * warmup)
 
 
-def curves(sweep, frame, path):
-    """Dev NLL against step, one panel per row, one line per rate and seed."""
-    evaluation = sweep.series("eval")
+def curves(evaluation, frame, path):
+    """Dev NLL against step, one panel per row, one line per run (rate, seed and length)."""
     rows = sorted(frame["row"].unique())
     rates = sorted(frame["rate"].unique())
     colors = dict(zip(rates, plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(rates)))))
+    longest = frame.groupby("row")["steps"].max()
     figure, axes = plt.subplots(1, len(rows), figsize=(4.6 * len(rows), 3.8), sharey=True,
                                 squeeze=False)
     for axis, row in zip(axes[0], rows):
@@ -117,7 +129,8 @@ def curves(sweep, frame, path):
             curve = evaluation[evaluation["run_id"] == run["run_id"]].sort_values("step")
             axis.plot(curve["step"], curve["nll"], color=colors[run["rate"]],
                       linestyle="-" if run["learns"] else ":",
-                      label=f"scale {run['rate']:g}, seed {run['seed']}"
+                      linewidth=1.0 if run["steps"] < longest[row] else 1.6,
+                      label=f"scale {run['rate']:g}, seed {run['seed']}, {run['steps']} steps"
                             + ("" if run["learns"] else " (does not learn)"))
         axis.set_title(row)
         axis.set_xlabel("step")
@@ -129,28 +142,66 @@ def curves(sweep, frame, path):
     plt.close(figure)
 
 
-def markdown(sweep, frame, declared, choice, warmup, notes=None):
+def prefix_repeats(evaluation, frame):
+    """For every run that a longer run of the same row, rate and seed trains further: (row, rate,
+    seed, shared evaluations, largest |dev NLL difference|) over the steps both evaluated. The
+    noam schedule does not depend on train.steps, so up to the shorter run's end the two are one
+    computation and the difference is 0."""
+    out = []
+    for (row, rate, seed), part in frame.groupby(["row", "rate", "seed"]):
+        if len(part) < 2:
+            continue
+        part = part.sort_values("steps")
+        longest = evaluation[evaluation["run_id"] == part["run_id"].iloc[-1]].set_index("step")
+        for run_id in part["run_id"].iloc[:-1]:
+            shorter = evaluation[evaluation["run_id"] == run_id].set_index("step")
+            shared = shorter.index.intersection(longest.index)
+            gap = float(np.max(np.abs(shorter.loc[shared, "nll"].to_numpy()
+                                      - longest.loc[shared, "nll"].to_numpy()))) \
+                if len(shared) else float("nan")
+            out.append((row, float(rate), int(seed), len(shared), gap))
+    return out
+
+
+def markdown(sweeps, frame, declared, choice, warmup, repeats, notes=None):
     rate, geometric, scores = choice
-    steps = sorted(set(frame["steps"]))
-    lines = [f"# Fixed-budget pilot ({sweep.name})", "",
-             f"Runs: `{sweep.directory}` ({len(frame)} completed of {len(sweep.runs)} declared; "
-             f"sweep file `{sweep.manifest.source if sweep.manifest else '?'}`), each "
-             f"{', '.join(map(str, steps))} steps of noam with warmup {warmup}: the prefix that "
-             "every budget under noam with a linear cool-down shares.", "",
-             "A run **learns** when its decoder reads the source (decoder-encoder attention "
-             f"entropy below {IGNORES_SOURCE:.2f} of uniform) and its dev NLL fell by at least "
-             f"{FALLING_NATS:.4f} nats (1% of PPL) over the last quarter of its evaluations. "
-             "The chosen rate lets every row learn and has the lowest geometric-mean dev PPL "
-             "over the rows.", "",
-             "| row | noam scale | peak at d_model 64 | seed | dev PPL | cross-attention "
-             "(of uniform) | last-quarter drop (nats) | learns |",
-             "|---|---|---|---|---|---|---|---|"]
+    first = sweeps[0]
+    lines = [f"# Fixed-budget pilot ({first.name})", ""]
+    for sweep in sweeps:
+        part = frame[frame["sweep"] == sweep.name]
+        steps = sorted(set(part["steps"]))
+        lines.append(f"- Runs: `{sweep.directory}` ({len(part)} completed of {len(sweep.runs)} "
+                     f"declared; sweep file "
+                     f"`{sweep.manifest.source if sweep.manifest else '?'}`), "
+                     f"{', '.join(map(str, steps))} steps of noam with warmup {warmup}.")
+    lines += ["", "Every budget under noam with a linear cool-down shares the steps before its "
+              "cool-down, so a run of the pilot is the prefix of the table's run of its row and "
+              "rate. A run **learns** when its decoder reads the source (decoder-encoder "
+              f"attention entropy below {IGNORES_SOURCE:.2f} of uniform) and its dev NLL fell by "
+              f"at least {FALLING_NATS:.4f} nats (1% of PPL) over the last quarter of its "
+              "evaluations. Of a row trained further in a second stage, the longer run decides. "
+              "The chosen rate lets every row learn and has the lowest geometric-mean dev PPL "
+              "over the rows.", "",
+              "| row | noam scale | peak at d_model 64 | seed | steps | dev PPL | cross-attention "
+              "(of uniform) | last-quarter drop (nats) | learns |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    decisive = set(deciding(frame)["run_id"])
     for _, r in frame.iterrows():
+        learned = "yes" if r["learns"] else "**no**"
+        if r["run_id"] not in decisive:
+            learned += " (trained further below)"
         lines.append(f"| {r['row']} | {r['rate']:g} | {peak_at_d_model_64(r['rate'], warmup):.2e} "
-                     f"| {r['seed']} | {r['dev_ppl']:.2f} | {r['dev_cross_attention']:.3f} "
-                     f"| {r['last_quarter_drop']:.4f} | {'yes' if r['learns'] else '**no**'} |")
+                     f"| {r['seed']} | {r['steps']} | {r['dev_ppl']:.2f} "
+                     f"| {r['dev_cross_attention']:.3f} | {r['last_quarter_drop']:.4f} "
+                     f"| {learned} |")
     lines.append("")
-    for value, part in frame.groupby("rate"):
+    for row, value, seed, shared, gap in repeats:
+        lines.append(f"- {row} at scale {value:g}, seed {seed}: the longer run repeats the "
+                     f"shorter over their {shared} shared dev evaluations (largest dev NLL "
+                     f"difference {gap:.3g} nats).")
+    if repeats:
+        lines.append("")
+    for value, part in deciding(frame).groupby("rate"):
         failing = sorted(set(part.loc[~part["learns"], "row"]))
         missing = sorted(set(declared) - set(part["row"]))
         verdict = (f"every row learns; geometric-mean dev PPL {math.exp(scores[value]):.2f}"
@@ -173,28 +224,39 @@ def markdown(sweep, frame, declared, choice, warmup, notes=None):
     return "\n".join(lines) + "\n"
 
 
+def load_stages(first, longer):
+    """The pilot's sweeps (its first stage, then each --longer one), their runs' frame (column
+    sweep: the stage's name) and their dev evaluations."""
+    sweeps = [load_sweep(path, with_attention=False) for path in [first, *longer]]
+    frames = [run_frame(sweep).assign(sweep=sweep.name) for sweep in sweeps]
+    frame = pd.concat(frames, ignore_index=True).sort_values(["row", "rate", "seed", "steps"])
+    evaluation = pd.concat([sweep.series("eval") for sweep in sweeps], ignore_index=True)
+    warmups = set()
+    for sweep in sweeps:
+        warmups |= set(sweep.runs.loc[sweep.runs["status"] == "completed", "train.lr.warmup"])
+    if len(warmups) != 1:
+        raise AnalysisError(f"{first}: the pilot's runs must share one warmup, found "
+                            f"{sorted(warmups)}")
+    return sweeps, frame, evaluation, int(next(iter(warmups)))
+
+
 def main(argv=None):
     args = pilot_arguments("pilot_budget", "The fixed-budget pilot's table and choice.",
-                           "runs/pilot-budget", argv)
+                           "runs/pilot-budget", argv, stages=True)
     try:
-        sweep = load_sweep(args.sweep, with_attention=False)
-        frame = run_frame(sweep)
-        warmups = set(sweep.runs.loc[sweep.runs["status"] == "completed", "train.lr.warmup"])
-        if len(warmups) != 1:
-            raise AnalysisError(f"{sweep.directory}: the pilot's runs must share one warmup, "
-                                f"found {sorted(warmups)}")
-        warmup = int(next(iter(warmups)))
-        declared = sorted({model_row(row) for row in sweep.runs["row"]})
+        sweeps, frame, evaluation, warmup = load_stages(args.sweep, args.longer)
+        declared = sorted({model_row(row) for row in sweeps[0].runs["row"]})
         choice = choose(frame, declared)
-        out = pathlib.Path(args.out) if args.out else sweep.directory / "pilot"
+        out = pathlib.Path(args.out) if args.out else sweeps[0].directory / "pilot"
         notes = read_notes(args.notes, out) if args.notes else None
     except AnalysisError as error:
         print(f"analysis.pilot_budget: {error}", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "pilot.csv", index=False, float_format="%.10g")
-    curves(sweep, frame, out / "pilot_curves.png")
-    (out / "pilot.md").write_text(markdown(sweep, frame, declared, choice, warmup, notes),
+    curves(evaluation, frame, out / "pilot_curves.png")
+    (out / "pilot.md").write_text(markdown(sweeps, frame, declared, choice, warmup,
+                                           prefix_repeats(evaluation, frame), notes),
                                   encoding="utf-8")
     rate = choice[0]
     verdict = "no rate lets every row learn yet" if rate is None else f"chosen: noam scale {rate:g}"

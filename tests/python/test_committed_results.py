@@ -13,11 +13,13 @@ on, and for the learning-rate and precision pilots and small-base's page.
 import difflib
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
+import yaml
 
 from conftest import ROOT, run_attnlab
 
@@ -197,9 +199,12 @@ PILOT_BUDGET = ROOT / "docs" / "results" / "pilot-budget"
 def test_the_committed_budget_pilot_is_what_its_logs_give(tmp_path):
     """docs/results/pilot-budget: the table (which runs learn) and the choice, or the absence of
     one while rows have no run yet, are recomputed from the committed run logs and manifest."""
+    # The second stage (experiments/small/pilot-budget-long.yaml), once it has runs.
+    longer = (["--longer", str(PILOT_BUDGET / "runs-long")]
+              if (PILOT_BUDGET / "runs-long" / "manifest.yaml").is_file() else [])
     result = subprocess.run([sys.executable, "-m", "analysis.pilot_budget",
-                             str(PILOT_BUDGET / "runs"), "--out", str(tmp_path)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=600)
+                             str(PILOT_BUDGET / "runs"), *longer, "--out", str(tmp_path)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     diff = _diff((PILOT_BUDGET / "pilot.csv").read_text(), (tmp_path / "pilot.csv").read_text(),
                  "pilot.csv")
@@ -208,3 +213,9 @@ def test_the_committed_budget_pilot_is_what_its_logs_give(tmp_path):
     committed = (PILOT_BUDGET / "pilot.md").read_text()
     verdicts = [line for line in fresh if line.startswith(("- scale", "**"))]
     assert verdicts and all(line in committed for line in verdicts), verdicts
+    # The table's recipe (experiments/small/budget.yaml) takes the rate the pilot chose, once it
+    # has chosen one.
+    chosen = re.search(r"\*\*Chosen: noam scale ([0-9.]+)\*\*", "\n".join(fresh))
+    if chosen:
+        recipe = yaml.safe_load((ROOT / "experiments" / "small" / "budget.yaml").read_text())
+        assert recipe["train"]["lr"]["scale"] == float(chosen.group(1)), chosen.group(0)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from analysis.pilot_budget import (FALLING_NATS, choose, last_quarter_drop, learns, model_row,
-                                   peak_at_d_model_64)
+                                   peak_at_d_model_64, prefix_repeats)
 
 
 def test_the_last_quarter_spans_a_quarter_of_the_evaluations_and_at_least_two():
@@ -51,6 +51,39 @@ def test_no_choice_when_no_rate_lets_every_row_learn_or_a_row_has_no_run():
     # A row the sweep declares but that has no completed run yet blocks the choice too.
     rate, _, _ = choose(frame([("base", 0.2, 30.0, True)]), ["base", "deep"])
     assert rate is None
+
+
+def test_a_row_trained_further_is_decided_by_its_longer_run():
+    # big does not learn within 3,000 steps at either rate; trained to 9,600 it learns at 0.2
+    # only, so 0.2 is chosen although base alone would prefer 0.4.
+    entries = pd.DataFrame.from_records(
+        [{"row": row, "rate": rate, "seed": 1, "steps": steps, "dev_ppl": ppl, "learns": ok,
+          "run_id": f"{row}-{rate}-{steps}"}
+         for row, rate, steps, ppl, ok in [("base", 0.2, 3000, 30.0, True),
+                                           ("base", 0.4, 3000, 20.0, True),
+                                           ("big", 0.2, 3000, 80.0, False),
+                                           ("big", 0.2, 9600, 40.0, True),
+                                           ("big", 0.4, 3000, 60.0, False),
+                                           ("big", 0.4, 9600, 35.0, False)]])
+    rate, geometric, scores = choose(entries, ["base", "big"])
+    assert rate == 0.2 and set(scores) == {0.2}
+    assert geometric == pytest.approx(math.sqrt(30.0 * 40.0))
+    # Without the second stage there is no choice.
+    rate, _, _ = choose(entries[entries["steps"] == 3000], ["base", "big"])
+    assert rate is None
+
+
+def test_a_longer_run_repeats_its_prefix_and_a_difference_is_measured():
+    frame = pd.DataFrame.from_records([
+        {"row": "big", "rate": 0.2, "seed": 1, "steps": 4, "run_id": "short"},
+        {"row": "big", "rate": 0.2, "seed": 1, "steps": 8, "run_id": "long"},
+        {"row": "base", "rate": 0.2, "seed": 1, "steps": 4, "run_id": "alone"}])
+    evaluation = pd.DataFrame.from_records(
+        [{"run_id": "short", "step": step, "nll": nll} for step, nll in [(2, 5.0), (4, 4.5)]]
+        + [{"run_id": "long", "step": step, "nll": nll}
+           for step, nll in [(2, 5.0), (4, 4.25), (6, 4.0), (8, 3.9)]]
+        + [{"run_id": "alone", "step": 2, "nll": 6.0}])
+    assert prefix_repeats(evaluation, frame) == [("big", 0.2, 1, 2, pytest.approx(0.25))]
 
 
 def test_rows_and_peaks():
