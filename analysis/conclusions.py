@@ -8,6 +8,7 @@ import math
 
 from analysis import stats
 from analysis.convergence import STATUSES
+from analysis.table import TESTS
 
 
 def _p(value):
@@ -75,8 +76,8 @@ def conclusion_lines(sweep, table):
         f" or the row it names ({', '.join(others)}: the same change at another width)"
         if others else "")
     lines = [f"One line per ablation, against {against}: the verdict on dev "
-             f"PPL (higher or lower: the {family}-adjusted p of the more conservative of Welch's "
-             f"and the exact permutation test below {table.alpha}; level: TOST within "
+             f"PPL (higher or lower: {family}-adjusted, {TESTS[table.test]}, below "
+             f"{table.alpha}; level: TOST within "
              f"±{table.margin_pct:g}% of PPL, adjusted the same way, below {table.alpha}; "
              "inconclusive: neither; failed: a run failed to learn), the effect as the ratio of "
              "geometric-mean PPLs in % with Welch's 95% interval, the paper's effect in the same "

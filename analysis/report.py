@@ -26,7 +26,7 @@ from analysis.errors import AnalysisError  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
 from analysis.stats import MULTIPLICITY  # noqa: E402
 from analysis.sweep import load_runs, load_sweep  # noqa: E402
-from analysis.table import build_table  # noqa: E402
+from analysis.table import TESTS, build_table  # noqa: E402
 
 FORMATS = ("md", "tex", "csv", "html")
 # Seconds between two writes of a watched report: a sweep's runs evaluate every few minutes, and
@@ -77,6 +77,10 @@ def parse_args(argv):
     parser.add_argument("--multiplicity", choices=sorted(MULTIPLICITY), default="holm",
                         help="adjustment of p over each metric's comparisons: holm (family-wise "
                              "error, default) or bh (Benjamini-Hochberg false discovery rate)")
+    parser.add_argument("--test", choices=list(TESTS), default="welch+permutation",
+                        help="the p a verdict uses: welch+permutation (the larger of the two, "
+                        "default) or welch (Welch's alone, for seeds the permutation test cannot "
+                        "resolve: 3 against 3 cannot go below p = 0.1; its p is still shown)")
     parser.add_argument("--equivalence-margin", type=_positive, default=2.0, metavar="PCT",
                         help="dev PPL within +/- PCT %% of base (TOST on log PPL) is 'level' "
                              "(default: 2)")
@@ -138,7 +142,7 @@ def write_report(args):
     notes = read_notes(args.notes, out) if args.notes else None
     out.mkdir(parents=True, exist_ok=True)
     table = build_table(sweep, multiplicity=args.multiplicity,
-                        margin_pct=args.equivalence_margin)
+                        margin_pct=args.equivalence_margin, test=args.test)
     figure_files, figure_notes = [], []
     if not args.no_figures and "md" in args.format:  # the PNGs are report.md's figures
         figure_files, figure_notes = figures.all_figures(

@@ -50,6 +50,7 @@ class Table:
     multiplicity: str = "holm"  # stats.MULTIPLICITY key
     margin_pct: float = 2.0     # equivalence margin on dev PPL (%)
     alpha: float = 0.05
+    test: str = "welch+permutation"  # a key of TESTS: the p a verdict uses
 
 
 def to_text(value):
@@ -158,18 +159,29 @@ def looks(sweep):
                             "min and max") from None
 
 
-def _compare(record, metric, ours, theirs, spent_over):
+# The p a comparison's verdict uses. welch+permutation (the default): the larger of Welch's and
+# the exact permutation test's, so that neither normality nor a lucky split alone makes a
+# difference. welch: Welch's alone, for a design whose seeds the permutation test cannot resolve
+# (3 against 3 seeds: its smallest p is 2/20 = 0.1, above any alpha; the report states the
+# floor); the permutation p is still computed and shown.
+TESTS = {
+    "welch+permutation": "the larger of Welch's and the exact permutation test's p",
+    "welch": "Welch's p (the exact permutation test's is shown beside it, not used)",
+}
+
+
+def _compare(record, metric, ours, theirs, spent_over, test):
     """Welch's and the exact permutation test of a row's per-seed values against its reference's
-    (the base row's, or its sweep.rows[].versus row's); the
-    test that counts is the more conservative (the larger p), times the looks adaptive seeds took
-    (`spent_over`; Bonferroni alpha spending), at most 1."""
+    (the base row's, or its sweep.rows[].versus row's); the p that counts is `test`'s (TESTS),
+    times the looks adaptive seeds took (`spent_over`; Bonferroni alpha spending), at most 1."""
     welch = stats.welch_t_test(ours, theirs)[1]
     permutation = stats.permutation_p(ours, theirs)
     record[f"{metric.name}_p_welch"] = welch
     record[f"{metric.name}_p_perm"] = permutation
-    record[f"{metric.name}_p"] = (min(1.0, spent_over * max(welch, permutation))
+    counted = max(welch, permutation) if test == "welch+permutation" else welch
+    record[f"{metric.name}_p"] = (min(1.0, spent_over * counted)
                                   if np.isfinite(welch) else math.nan)
-    record[f"{metric.name}_test"] = "welch+permutation"
+    record[f"{metric.name}_test"] = test
 
 
 def _log_ppl_effect(record, ours, theirs, paper, paper_base, margin_pct):
@@ -211,9 +223,12 @@ def _ppl_verdict(record, alpha):
     return "inconclusive"
 
 
-def build_table(sweep, multiplicity="holm", margin_pct=2.0, alpha=ALPHA[0]):
+def build_table(sweep, multiplicity="holm", margin_pct=2.0, alpha=ALPHA[0],
+                test="welch+permutation"):
     """The table (see the module comment). multiplicity: holm or bh, over each metric's
-    comparisons; margin_pct: the equivalence margin on dev PPL, in %."""
+    comparisons; margin_pct: the equivalence margin on dev PPL, in %; test: a key of TESTS."""
+    if test not in TESTS:
+        raise AnalysisError(f"test {test!r}: expected one of {', '.join(TESTS)}")
     settings = _shown_settings(sweep)
     metrics = _present_metrics(sweep)
     base = sweep.row(sweep.base)
@@ -266,7 +281,7 @@ def build_table(sweep, multiplicity="holm", margin_pct=2.0, alpha=ALPHA[0]):
                 # Across seeds, BLEU included: a paired bootstrap over sentences measures only
                 # the test set's sampling, and calls two seeds of one configuration different
                 # (analysis/README.md, "Significance").
-                _compare(record, metric, ours, theirs, looks(sweep))
+                _compare(record, metric, ours, theirs, looks(sweep), test)
                 tests_used.add(metric.label)
                 if metric.name == "ppl":
                     _log_ppl_effect(record, ours, theirs, row.paper.get("ppl", math.nan),
@@ -293,8 +308,8 @@ def build_table(sweep, multiplicity="holm", margin_pct=2.0, alpha=ALPHA[0]):
     return Table(sweep=sweep, settings=settings, metrics=metrics, records=records,
                  trend=_trend(sweep, records, metrics),
                  method=_method_lines(sweep, metrics, tests_used, records, multiplicity,
-                                      margin_pct, alpha),
-                 incomplete=_incomplete_lines(sweep), multiplicity=multiplicity,
+                                      margin_pct, alpha, test),
+                 incomplete=_incomplete_lines(sweep), multiplicity=multiplicity, test=test,
                  margin_pct=margin_pct, alpha=alpha)
 
 
@@ -393,7 +408,7 @@ def _seed_counts(records):
     return sorted(pairs)
 
 
-def _method_lines(sweep, metrics, tests_used, records, multiplicity, margin_pct, alpha):
+def _method_lines(sweep, metrics, tests_used, records, multiplicity, margin_pct, alpha, test):
     family = stats.MULTIPLICITY[multiplicity]
     rounds = looks(sweep)
     spent = (f", times {rounds}: adaptive seeds looked at each row up to {rounds} times, and "
@@ -411,8 +426,8 @@ def _method_lines(sweep, metrics, tests_used, records, multiplicity, margin_pct,
             tested = sum(np.isfinite(r.get(f"{metric.name}_p", math.nan)) for r in records)
             lines.append(f"{metric.label}: Welch's t-test (scipy, unequal variances, two-sided) "
                          "and an exact permutation test (scipy, every split of the pooled seeds, "
-                         "|mean difference|) of the row's seeds against its reference's; p is the larger "
-                         f"of the two{spent}; p adj. is {family}-adjusted over the {tested} "
+                         "|mean difference|) of the row's seeds against its reference's; p is "
+                         f"{TESTS[test]}{spent}; p adj. is {family}-adjusted over the {tested} "
                          f"comparisons of {metric.label} in this table (statsmodels).")
     pairs = _seed_counts(records)
     if pairs:

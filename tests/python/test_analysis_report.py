@@ -152,6 +152,31 @@ def test_table_values_match_independent_means_stds_and_tests(sweep_dir):
     assert f"dev PPL: tau = {tau:+.2f} ({verdict}) over 3 rows" in "\n".join(table.trend)
 
 
+def test_the_welch_test_option_uses_welchs_p_and_says_so(sweep_dir, tmp_path):
+    """--test welch: p (and its adjustment and verdict) is Welch's alone, the permutation p is
+    still computed beside it, and the method and conclusions name the rule; an unknown test is
+    refused."""
+    sweep = load_sweep(sweep_dir)
+    default = {r["row"]: r for r in build_table(sweep).records}
+    table = build_table(sweep, test="welch")
+    for record in table.records:
+        if record["base"]:
+            continue
+        assert record["ppl_p"] == pytest.approx(record["ppl_p_welch"], rel=1e-12)
+        assert record["ppl_p_perm"] == pytest.approx(default[record["row"]]["ppl_p_perm"])
+        assert default[record["row"]]["ppl_p"] == pytest.approx(
+            max(record["ppl_p_welch"], record["ppl_p_perm"]))
+        assert record["ppl_test"] == "welch"
+    assert any("p is Welch's p (the exact permutation test's is shown beside it, not used)"
+               in line for line in table.method)
+    with pytest.raises(AnalysisError, match="test 't': expected one of welch"):
+        build_table(sweep, test="t")
+    copy = copy_sweep(sweep_dir, tmp_path)
+    assert report_main([str(copy), "--no-figures", "--test", "welch"]) == 0
+    text = (copy / "report" / "report.md").read_text()
+    assert "Welch's p (the exact permutation test's is shown beside it, not used), below" in text
+
+
 def test_trend_splits_a_block_by_the_settings_its_rows_change():
     """The paper's block C varies depth and d_ff (and width): besides one tau over the block,
     each setting gets its own, base included, here against scipy's tau-b."""
