@@ -205,6 +205,9 @@ def latex(table):
 
 def csv_frame(table):
     frame = pd.DataFrame.from_records(table.records)
+    # The reference row is a column only where some row has one other than base.
+    if not {r.get("versus") for r in table.records} - {"", table.sweep.base}:
+        frame = frame.drop(columns="versus", errors="ignore")
     return frame.rename(columns={f"set:{k}": k for k in table.settings})
 
 
