@@ -15,13 +15,13 @@
 #include <set>
 
 #include "core/app/cli.h"
-#include "core/app/cmd_status.h"
 #include "core/app/step_flops.h"
 #include "core/cluster/adaptive_seeds.h"
 #include "core/cluster/cost_model.h"
 #include "core/cluster/environment.h"
 #include "core/cluster/profile.h"
 #include "core/cluster/run_length.h"
+#include "core/cluster/run_progress.h"
 #include "core/config/config.h"
 #include "core/config/sweep.h"
 #include "core/dist/comm.h"
@@ -159,7 +159,7 @@ int run_plan(const std::vector<std::string>& args) {
     if (!fs::exists(log)) continue;
     try {
       const io::RunContents contents = io::read_run(log.string());
-      progress[i] = progress_of(contents);
+      progress[i] = cluster::progress_of(contents);
       if (contents.status != io::RunStatus::completed) continue;
       if (const auto measured = measured_rate(contents)) {
         measured_sum += *measured;
@@ -227,7 +227,7 @@ int run_plan(const std::vector<std::string>& args) {
     }
     ++found->runs;
     found->expected_steps += lengths[i].steps;
-    if (progress[i].status == "completed") {
+    if (progress[i].state == cluster::RunState::kCompleted) {
       ++found->completed;
     } else {
       const double left = std::max(0.0, lengths[i].steps - static_cast<double>(progress[i].step));
