@@ -3,46 +3,12 @@ formatter); the CSV holds the raw numbers those cells round."""
 
 import math
 
-import numpy as np
 import pandas as pd
 
+from analysis.formatting import count, fixed, p_value, scientific, significant
+from analysis.formatting import finite as _finite
 from analysis.stats import significance_mark
 from analysis.table import setting_header
-
-DASH = "–"
-
-
-def _finite(value):
-    try:
-        return value is not None and np.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
-def fixed(value, decimals, sign=False):
-    if not _finite(value):
-        return ""
-    return f"{float(value):{'+' if sign else ''}.{decimals}f}"
-
-
-def count(value):
-    """An exact count with thousands separators (params are exact arithmetic)."""
-    return f"{int(round(float(value))):,}" if _finite(value) else ""
-
-
-def scientific(value):
-    return f"{float(value):.2e}" if _finite(value) else ""
-
-
-def significant(value, digits=3):
-    return f"{float(value):.{digits}g}" if _finite(value) else ""
-
-
-def p_value(value):
-    if not _finite(value):
-        return "n/a"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
 
 def mean_std(record, name, decimals):
     mean = fixed(record.get(f"{name}_mean"), decimals)
