@@ -197,13 +197,23 @@ void print_why_stopped(const cluster::ManifestRun& run, const fs::path& run_dir,
                 static_cast<long>(progress.step));
   }
   std::printf("\n");
-  if (on_request && fs::exists(log)) {
-    std::printf("    log:  %s\n", log.c_str());
-  } else if (fs::exists(log)) {
+  if (on_request) {
+    if (fs::exists(log)) std::printf("    log:  %s\n", log.c_str());
+    return;
+  }
+  const bool has_log = fs::exists(log);
+  if (has_log) {
     const std::string lost = first_lost_rank(log);
     if (!lost.empty()) std::printf("    first lost: %s\n", lost.c_str());
-    std::printf("    last: %s\n    log:  %s\n", last_error_line(log).c_str(), log.c_str());
   }
+  // What failed: the run's own record in run.h5 when it wrote one, else the log's last error
+  // line (a run that failed before it could write run.h5, or was killed).
+  if (!progress.failure.empty()) {
+    std::printf("    failure: %s\n", progress.failure.c_str());
+  } else if (has_log) {
+    std::printf("    last: %s\n", last_error_line(log).c_str());
+  }
+  if (has_log) std::printf("    log:  %s\n", log.c_str());
 }
 
 bool stopped_early(const cluster::RunProgress& progress, const std::string& slurm_state) {

@@ -44,6 +44,10 @@ RunProgress progress_of(const io::RunContents& run) {
   }
   // A resumed run still holds the reason of its earlier stop until it ends again.
   if (run.status != io::RunStatus::running) progress.stop_reason = run.stop_reason();
+  const auto failure = run.summary_texts.find(io::kFailureKey);
+  if (run.status == io::RunStatus::failed && failure != run.summary_texts.end()) {
+    progress.failure = failure->second;
+  }
   // A series a kill left half-defined: the run is damaged (a resume repairs it), never empty.
   for (const std::string& damage : run.damaged) {
     progress.problem += (progress.problem.empty() ? "" : "; ") + damage;

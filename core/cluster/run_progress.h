@@ -41,8 +41,9 @@ struct RunProgress {
   std::optional<double> dev_ppl;
   std::optional<double> dev_accuracy;
   std::optional<io::StopReason> stop_reason;  // nullopt while training
-  std::optional<double> final_dev_ppl;        // /summary of a completed run
-  std::optional<double> train_seconds;        // /summary of a completed run: its training time
+  std::string failure;  // /summary failure of a run whose file says failed: what and where
+  std::optional<double> final_dev_ppl;  // /summary of a completed run
+  std::optional<double> train_seconds;  // /summary of a completed run: its training time
   // /summary dev_cross_attention_entropy of a completed run: decoder-encoder attention entropy
   // over the dev set relative to uniform (1: the decoder ignores its source).
   std::optional<double> dev_cross_attention;

@@ -17,6 +17,9 @@ const EnumNames<RunStatus>& run_status_names();
 enum class StopReason { kSteps, kPatience, kEpochs, kPreempted, kNonFinite };
 const EnumNames<StopReason>& stop_reason_names();
 inline constexpr const char* kStopReasonKey = "stop_reason";
+// /summary `failure` of a run whose status is failed: what failed and where, in one line (the
+// non-finite value and its step, or the error that ended training).
+inline constexpr const char* kFailureKey = "failure";
 
 // Which parameters a completed run's final evaluation scored: /summary final_checkpoint_kind,
 // with their step in final_checkpoint_step (the newest averaged one for kAverage) and the prose

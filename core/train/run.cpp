@@ -494,6 +494,19 @@ void finish_run(RunReporting& reporting) {
   std::printf("\nlog: %s/run.h5\n", reporting.dir.c_str());
 }
 
+// An error ended training: the run's status says failed and /summary failure says why, for
+// `attnlab status`. The error itself goes on to the caller; a second one while recording it (a
+// full disk) is reported here and does not replace it.
+void record_failure(io::RunLog& log, const std::string& what) {
+  try {
+    log.set_status(io::RunStatus::failed);
+    log.set_summary(io::kFailureKey, what);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "attnlab: warning: could not record the failure in %s: %s\n",
+                 log.path().c_str(), error.what());
+  }
+}
+
 // A value turned non-finite: the run fails at once. Rank 0 marks the newest checkpoint (written
 // after a finite step: every step before it was checked) as the one to resume or inspect, records
 // the reason in /summary and the status failed; every rank then exits 1 together.
@@ -510,7 +523,7 @@ int record_non_finite(Trainer& trainer, const std::string& dir, io::RunLog* log,
       log->set_summary("last_finite_step", static_cast<double>(steps.back()));
     }
     log->set_stop_reason(StopReason::kNonFinite);
-    log->set_summary("failure", "non-finite value at " + trainer.non_finite());
+    log->set_summary(io::kFailureKey, "non-finite value at " + trainer.non_finite());
     log->set_summary("last_finite_checkpoint", kept);
     log->set_status(io::RunStatus::failed);
     std::fprintf(stderr,
@@ -584,7 +597,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   try {
     outcome = trainer.run(callbacks);
   } catch (...) {
-    if (log) log->set_status(io::RunStatus::failed);
+    if (log) record_failure(*log, dist::describe_current_exception());
     throw;
   }
   progress.finish();

@@ -49,6 +49,14 @@ TEST(RunProgress, EveryStateFromTheRunDirectory) {
   write_text(dir.path() + "/" + kLastExitFile, std::to_string(kExitFailure) + "\n");
   EXPECT_EQ(read_run_progress(dir.path()).state, RunState::kFailed);
   EXPECT_EQ(read_run_progress(dir.path()).exit_code, kExitFailure);
+  EXPECT_EQ(read_run_progress(dir.path()).failure, "");  // the file says nothing of it
+  {
+    io::RunLog log = io::RunLog::resume(dir.path() + "/run.h5", 10);
+    log.set_summary(io::kFailureKey, "non-finite value at step 11: loss is nan");
+    log.set_status(io::RunStatus::failed);
+  }
+  EXPECT_EQ(read_run_progress(dir.path()).state, RunState::kFailed);
+  EXPECT_EQ(read_run_progress(dir.path()).failure, "non-finite value at step 11: loss is nan");
   {
     io::RunLog log = io::RunLog::resume(dir.path() + "/run.h5", 10);
     log.set_summary("steps", 30.0);
