@@ -110,9 +110,8 @@ def discussion_lines(sweep, table):
                      "interval is wider than the equivalence margin, so more seeds (or a longer "
                      "run) are needed before it says anything.")
     totals = {}
-    for record in table.records:
-        for part in filter(None, record.get("statuses", "").split(", ")):
-            count, status = part.split(" ", 1)
+    for row in sweep.rows:
+        for status, count in sweep.statuses(row.key).items():
             totals[status] = totals.get(status, 0) + int(count)
     if totals:
         lines.append("Runs: " + ", ".join(f"{totals[s]} {s}" for s in STATUSES if s in totals)

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from analysis.errors import AnalysisError
+from analysis.errors import AnalysisError, report_error
 from analysis.runfile import read_labeled_runs
 
 CROSS = "decoder_cross."
@@ -91,8 +91,7 @@ def main(argv=None):
                 from None
         print("\n".join(table(runs, steps)))
     except AnalysisError as error:
-        print(f"analysis.early_diagnostics: {error}", file=sys.stderr)
-        return 2
+        return report_error("analysis.early_diagnostics", error)
     return 0
 
 

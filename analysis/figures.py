@@ -9,48 +9,20 @@ import dataclasses
 import math
 import pathlib
 
-import matplotlib
+import matplotlib.ticker
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import matplotlib.ticker  # noqa: E402
-import numpy as np  # noqa: E402
+from analysis import plotting
+from analysis.plotting import plt
+from analysis.runfile import STACKS
+from analysis.source_attention import dev_cross_attention
 
-from analysis.runfile import STACKS  # noqa: E402
-from analysis.source_attention import dev_cross_attention  # noqa: E402
-
-DPI = 110
 STACK_TITLES = {"encoder_self": "encoder self-attention", "decoder_self":
                 "decoder self-attention (causal)", "decoder_cross": "decoder-encoder attention"}
 
 
-def _colors(count):
-    cmap = plt.get_cmap("tab10")
-    return [cmap(i % cmap.N) for i in range(count)]
-
-
-def _styles(count):
-    """Line styles that, with tab10's strong colours, tell up to 40 lines apart (the pale half of
-    tab20 is hard to read)."""
-    return [("-", "--", ":", "-.")[(i // 10) % 4] for i in range(count)]
-
-
-def _save(figure, path):
-    figure.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(figure)
-    return str(path)
-
-
 def _safe(name):
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-
-
-def _log_axis(axis):
-    """A log y axis labelled with plain numbers (12, 11.5) instead of powers of ten."""
-    axis.set_yscale("log")
-    formatter = matplotlib.ticker.FormatStrFormatter("%g")
-    axis.yaxis.set_major_formatter(formatter)
-    axis.yaxis.set_minor_formatter(formatter)
 
 
 def _band(frame, x_column, y_column):
@@ -85,8 +57,8 @@ def learning_curves(sweep, out_dir):
         panels.append((evaluation, "ppl", "dev perplexity (per target token, log scale)"))
     figure, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.8), squeeze=False)
     rows = [r.key for r in sweep.rows]
-    colors = dict(zip(rows, _colors(len(rows))))
-    styles = dict(zip(rows, _styles(len(rows))))
+    colors = dict(zip(rows, plotting.colors(len(rows))))
+    styles = dict(zip(rows, plotting.styles(len(rows))))
     for axis, (frame, column, label) in zip(axes[0], panels):
         if frame.empty or column not in frame or "tokens" not in frame:
             axis.text(0.5, 0.5, f"no {column} logged", ha="center", transform=axis.transAxes)
@@ -104,7 +76,7 @@ def learning_curves(sweep, out_dir):
                 axis.fill_between(x, low, high, color=colors[row], alpha=0.2, lw=0)
         axis.set_xlabel("training target tokens seen (summed over ranks)")
         axis.set_ylabel(label)
-        _log_axis(axis)
+        plotting.log_axis(axis)
         axis.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
     if not handles and len(panels) > 1:
@@ -113,7 +85,7 @@ def learning_curves(sweep, out_dir):
                   title="row (seeds; band = min..max)")
     figure.suptitle(f"Sweep {sweep.name}: learning curves (line = mean over seeds)")
     figure.tight_layout()
-    return [_save(figure, pathlib.Path(out_dir) / "learning_curves.png")], ""
+    return [plotting.save(figure, pathlib.Path(out_dir) / "learning_curves.png")], ""
 
 
 def seed_effects(sweep, out_dir):
@@ -159,7 +131,7 @@ def seed_effects(sweep, out_dir):
     axis.legend(fontsize=8)
     axis.set_title(f"Sweep {sweep.name}: every seed against base, and the paper's effect")
     figure.tight_layout()
-    return [_save(figure, pathlib.Path(out_dir) / "seed_effects.png")], ""
+    return [plotting.save(figure, pathlib.Path(out_dir) / "seed_effects.png")], ""
 
 
 def block_curves(sweep, out_dir):
@@ -181,7 +153,7 @@ def block_curves(sweep, out_dir):
                                 squeeze=False, sharey=True)
     for index, (group, keys) in enumerate(blocks.items()):
         axis = axes[index // columns][index % columns]
-        colors = dict(zip(keys, _colors(len(keys))))
+        colors = dict(zip(keys, plotting.colors(len(keys))))
         for key in [base] + keys:
             part = evaluation[evaluation["row"] == key]
             if part.empty:
@@ -196,7 +168,7 @@ def block_curves(sweep, out_dir):
                 axis.fill_between(x, low, high, color=colors[key], alpha=0.2, lw=0)
         axis.set_title(f"block {group}")
         axis.set_xlabel("training step")
-        _log_axis(axis)
+        plotting.log_axis(axis)
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)
     for index in range(len(blocks), lines * columns):
@@ -206,7 +178,7 @@ def block_curves(sweep, out_dir):
     figure.suptitle(f"Sweep {sweep.name}: dev perplexity per block, against {base} (dashed; "
                     f"line = mean over seeds, band = min..max)")
     figure.tight_layout()
-    return [_save(figure, pathlib.Path(out_dir) / "learning_curves_by_block.png")], ""
+    return [plotting.save(figure, pathlib.Path(out_dir) / "learning_curves_by_block.png")], ""
 
 
 def _first_run_with_attention(sweep, row_key):
@@ -292,7 +264,7 @@ def attention_maps(sweep, out_dir, rows):
                         f"seed {sweep.data[run_id].attrs.get('seed')} (each map coloured "
                         "from 0 to its own maximum, its colour bar beside it)")
         path = pathlib.Path(out_dir) / f"attention_{_safe(row_key)}_{stack}.png"
-        written.append(_save(figure, path))
+        written.append(plotting.save(figure, path))
     note = "" if written or not rows else ("attention heat maps: no completed run of the "
                                            "chosen rows stored a probe.")
     return written, note
@@ -362,7 +334,7 @@ def attention_entropy(sweep, out_dir):
         return [], "attention entropy: no completed run stored a probe."
     figure, axes = plt.subplots(1, 3, figsize=(15, 4.8), sharey=True)
     max_layers = max(p[1] for values in points.values() for p in values) + 1
-    colors = _colors(max_layers)
+    colors = plotting.colors(max_layers)
     for axis, stack in zip(axes, STACKS):
         heads = {}
         for position, _, head, _, _ in points[stack]:
@@ -385,7 +357,7 @@ def attention_entropy(sweep, out_dir):
     figure.legend(unique.values(), unique.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5))
     figure.suptitle("Per-head attention entropy of the probe sentence (first completed seed)")
     figure.tight_layout()
-    return [_save(figure, pathlib.Path(out_dir) / "attention_entropy.png")], ""
+    return [plotting.save(figure, pathlib.Path(out_dir) / "attention_entropy.png")], ""
 
 
 def _diagnostic_runs(sweep, metric):
@@ -406,7 +378,7 @@ def gradient_norms(sweep, out_dir):
                     "log.diagnostics_every > 0 to record them).")
     figure, axes = plt.subplots(1, 2, figsize=(13, 4.8), sharey=True)
     rows = list(dict.fromkeys(r for r, _, _ in runs))
-    colors = dict(zip(rows, _colors(len(rows))))
+    colors = dict(zip(rows, plotting.colors(len(rows))))
     for axis, (title, reduce) in zip(axes, [("first logged step", lambda v: v[0]),
                                              ("mean over training", lambda v: v.mean(axis=0))]):
         for row in rows:
@@ -422,14 +394,14 @@ def gradient_norms(sweep, out_dir):
             axis.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
         axis.set_xlabel("layer (input side on the left)")
         axis.set_title(title)
-        _log_axis(axis)
+        plotting.log_axis(axis)
         axis.grid(alpha=0.3)
     axes[0].set_ylabel("gradient L2 norm of the layer's parameters (log scale)")
     axes[1].legend(title="row (band = seed range)", loc="center left",
                    bbox_to_anchor=(1.0, 0.5))
     figure.suptitle("Per-layer gradient norms")
     figure.tight_layout()
-    return [_save(figure, pathlib.Path(out_dir) / "grad_norms.png")], ""
+    return [plotting.save(figure, pathlib.Path(out_dir) / "grad_norms.png")], ""
 
 
 def diagnostic_entropy(sweep, out_dir):
@@ -442,7 +414,7 @@ def diagnostic_entropy(sweep, out_dir):
     first = {}
     for row, run_id, diagnostic in runs:
         first.setdefault(row, diagnostic)
-    colors = dict(zip(first, _colors(len(first))))
+    colors = dict(zip(first, plotting.colors(len(first))))
     figure, axis = plt.subplots(figsize=(10, 4.8))
     labels = []
     for index, (row, diagnostic) in enumerate(first.items()):
@@ -463,7 +435,7 @@ def diagnostic_entropy(sweep, out_dir):
     axis.grid(alpha=0.3)
     axis.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), title="row")
     figure.tight_layout()
-    return [_save(figure, pathlib.Path(out_dir) / "attention_entropy_training.png")], ""
+    return [plotting.save(figure, pathlib.Path(out_dir) / "attention_entropy_training.png")], ""
 
 
 LOGIT_VARIANCE_METRICS = ("attention_logit_variance", "logit_variance")
@@ -499,14 +471,14 @@ def logit_variance(sweep, out_dir):
                   label="unit-variance q, k, 1/sqrt(d_k): Var = 1")
     axis.set_xscale("log", base=2)
     axis.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-    _log_axis(axis)
+    plotting.log_axis(axis)
     axis.set_xlabel("d_k (per-head key width)")
     axis.set_ylabel("attention-logit variance (mean over layers and heads)")
     axis.set_title("Attention-logit variance vs. d_k (last logged step, one point per run)")
     axis.grid(alpha=0.3)
     axis.legend()
     figure.tight_layout()
-    return [_save(figure, pathlib.Path(out_dir) / "logit_variance.png")], ""
+    return [plotting.save(figure, pathlib.Path(out_dir) / "logit_variance.png")], ""
 
 
 def all_figures(sweep, out_dir, attention_rows):

@@ -18,13 +18,11 @@ import sys
 if __package__ in (None, ""):
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from analysis.errors import AnalysisError  # noqa: E402
+from analysis import plotting  # noqa: E402
+from analysis.errors import AnalysisError, report_error  # noqa: E402
+from analysis.plotting import plt  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
 from analysis.sweep import load_sweep  # noqa: E402
 
@@ -74,7 +72,7 @@ def curves(sweep, frame, path):
     recipes = sorted({(float(p), int(w)) for p, w in zip(frame[PEAK], frame[WARMUP])})
     peaks = sorted({p for p, _ in recipes})
     warmups = sorted({w for _, w in recipes})
-    colors = dict(zip(peaks, plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(peaks)))))
+    colors = plotting.graded_colors(peaks)
     styles = dict(zip(warmups, ["-", "--", ":", "-."] * len(warmups)))
     for axis, row in zip(axes[0], rows):
         for peak, warmup in recipes:
@@ -90,8 +88,7 @@ def curves(sweep, frame, path):
         axis.grid(alpha=0.3)
     axes[0][0].set_ylabel("dev loss (label-smoothed, nats/token; mean over seeds)")
     axes[0][-1].legend(fontsize=8)
-    figure.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(figure)
+    plotting.save(figure, path)
 
 
 def markdown(sweep, frame, choice, notes=None):
@@ -152,8 +149,7 @@ def main(argv=None):
         out = pathlib.Path(args.out) if args.out else sweep.directory / "pilot"
         notes = read_notes(args.notes, out) if args.notes else None
     except AnalysisError as error:
-        print(f"analysis.pilot: {error}", file=sys.stderr)
-        return 2
+        return report_error("analysis.pilot", error)
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "pilot.csv", index=False, float_format="%.10g")
     curves(sweep, frame, out / "pilot_curves.png")

@@ -26,14 +26,12 @@ import sys
 if __package__ in (None, ""):
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis.errors import AnalysisError  # noqa: E402
+from analysis import plotting  # noqa: E402
+from analysis.errors import AnalysisError, report_error  # noqa: E402
+from analysis.plotting import plt  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
 from analysis.pilot import pilot_arguments  # noqa: E402
 from analysis.source_attention import IGNORES_SOURCE  # noqa: E402
@@ -120,7 +118,7 @@ def curves(evaluation, frame, path):
     """Dev NLL against step, one panel per row, one line per run (rate, seed and length)."""
     rows = sorted(frame["row"].unique())
     rates = sorted(frame["rate"].unique())
-    colors = dict(zip(rates, plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(rates)))))
+    colors = plotting.graded_colors(rates)
     longest = frame.groupby("row")["steps"].max()
     figure, axes = plt.subplots(1, len(rows), figsize=(4.6 * len(rows), 3.8), sharey=True,
                                 squeeze=False)
@@ -138,8 +136,7 @@ def curves(evaluation, frame, path):
     axes[0][0].set_ylabel("dev NLL (nats per piece)")
     for axis in axes[0]:
         axis.legend(fontsize=7)
-    figure.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(figure)
+    plotting.save(figure, path)
 
 
 def prefix_repeats(evaluation, frame):
@@ -250,8 +247,7 @@ def main(argv=None):
         out = pathlib.Path(args.out) if args.out else sweeps[0].directory / "pilot"
         notes = read_notes(args.notes, out) if args.notes else None
     except AnalysisError as error:
-        print(f"analysis.pilot_budget: {error}", file=sys.stderr)
-        return 2
+        return report_error("analysis.pilot_budget", error)
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "pilot.csv", index=False, float_format="%.10g")
     curves(evaluation, frame, out / "pilot_curves.png")

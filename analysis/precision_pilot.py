@@ -18,14 +18,12 @@ import sys
 if __package__ in (None, ""):
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis.errors import AnalysisError  # noqa: E402
+from analysis import plotting  # noqa: E402
+from analysis.errors import AnalysisError, report_error  # noqa: E402
+from analysis.plotting import plt  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
 from analysis.sweep import load_sweep  # noqa: E402
 
@@ -99,8 +97,7 @@ def curves(series, path):
     axis.set_ylabel("dev loss (label-smoothed, nats/token)")
     axis.grid(alpha=0.3)
     axis.legend()
-    figure.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(figure)
+    plotting.save(figure, path)
 
 
 def markdown(sweep, table, frame, notes=None):
@@ -160,8 +157,7 @@ def main(argv=None):
         out = pathlib.Path(args.out) if args.out else sweep.directory / "pilot"
         notes = read_notes(args.notes, out) if args.notes else None
     except AnalysisError as error:
-        print(f"analysis.precision_pilot: {error}", file=sys.stderr)
-        return 2
+        return report_error("analysis.precision_pilot", error)
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "pilot-bf16.csv", index=False, float_format="%.10g")
     curves(series, out / "pilot-bf16_curves.png")

@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-from analysis.errors import AnalysisError
+from analysis.errors import AnalysisError, report_error
 from analysis.runfile import read_labeled_runs
 from analysis.sweep import load_sweep
 
@@ -161,8 +161,7 @@ def main(argv=None):
             return 0
         print("\n".join(runs_table(read_labeled_runs(args.paths))))
     except AnalysisError as error:
-        print(f"analysis.rate_cuts: {error}", file=sys.stderr)
-        return 2
+        return report_error("analysis.rate_cuts", error)
     return 0
 
 

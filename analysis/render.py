@@ -3,46 +3,12 @@ formatter); the CSV holds the raw numbers those cells round."""
 
 import math
 
-import numpy as np
 import pandas as pd
 
+from analysis.formatting import count, fixed, p_value, scientific, significant
+from analysis.formatting import finite as _finite
 from analysis.stats import significance_mark
-from analysis.table import setting_header
-
-DASH = "–"
-
-
-def _finite(value):
-    try:
-        return value is not None and np.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
-def fixed(value, decimals, sign=False):
-    if not _finite(value):
-        return ""
-    return f"{float(value):{'+' if sign else ''}.{decimals}f}"
-
-
-def count(value):
-    """An exact count with thousands separators (params are exact arithmetic)."""
-    return f"{int(round(float(value))):,}" if _finite(value) else ""
-
-
-def scientific(value):
-    return f"{float(value):.2e}" if _finite(value) else ""
-
-
-def significant(value, digits=3):
-    return f"{float(value):.{digits}g}" if _finite(value) else ""
-
-
-def p_value(value):
-    if not _finite(value):
-        return "n/a"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
+from analysis.table import failure_diagnostics, setting_header
 
 def mean_std(record, name, decimals):
     mean = fixed(record.get(f"{name}_mean"), decimals)
@@ -52,11 +18,12 @@ def mean_std(record, name, decimals):
     return f"{mean} ± {std}" if std else mean
 
 
-def failure(record):
-    """'failed: <diagnostic>' for a row with a run that failed to learn, else ''."""
+def failure(table, record):
+    """'failed: <diagnostic>' for a row with a run that failed to learn (the first diagnostic in
+    order, as the table's failure text lists them), else ''."""
     if not record.get("failed"):
         return ""
-    return "failed: " + record["failure"].split(" in ", 1)[0]
+    return "failed: " + failure_diagnostics(table.sweep, record["row"])[0]
 
 
 def effect_interval(record):
@@ -107,7 +74,8 @@ def columns(table):
         out.append(("paper params (M)", lambda r: significant(r["paper_params_millions"])))
     for metric in table.metrics:
         name, decimals = metric.name, metric.decimals
-        out.append((metric.label, lambda r, n=name, d=decimals: failure(r) or mean_std(r, n, d)))
+        out.append((metric.label,
+                    lambda r, n=name, d=decimals: failure(table, r) or mean_std(r, n, d)))
 
         def delta(r, n=name, d=decimals):
             text = fixed(r.get(f"{n}_delta"), d, sign=True)

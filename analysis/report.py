@@ -22,7 +22,7 @@ if __package__ in (None, ""):  # run as a file (python3 analysis/report.py): the
 
 from analysis import figures, html_page, render  # noqa: E402
 from analysis.conclusions import conclusion_lines, discussion_lines  # noqa: E402
-from analysis.errors import AnalysisError  # noqa: E402
+from analysis.errors import AnalysisError, report_error  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
 from analysis.stats import MULTIPLICITY  # noqa: E402
 from analysis.sweep import load_runs, load_sweep  # noqa: E402
@@ -326,8 +326,7 @@ def main(argv=None):
     try:
         out, table = write_report(args)
     except AnalysisError as error:
-        print(f"attnlab report: {error}", file=sys.stderr)
-        return 2
+        return report_error("attnlab report", error)
     if table.incomplete:
         for line in table.incomplete:
             print(f"attnlab report: {line}", file=sys.stderr)

@@ -7,6 +7,7 @@ HDF5's file lock, and a series is read up to its shortest column (its complete r
 import dataclasses
 import faulthandler
 import os
+import re
 import signal
 import time
 
@@ -20,6 +21,12 @@ from analysis.manifest import load_yaml
 SCHEMA = "attnlab-run"
 SCHEMA_VERSIONS = (1,)
 STATUSES = ("running", "completed", "failed", "preempted")
+# /summary final_checkpoint_kind (core/io/run_state.h): the parameters a final evaluation scored.
+FINAL_CHECKPOINT_KINDS = ("newest", "best", "average")
+# Run logs written before final_checkpoint_kind and final_checkpoint_step existed say it only in
+# the prose final_checkpoint: "newest (step 800)", "best (step 600)", "best (step 800, the
+# newest)", "average of 5 (steps 600, 700, 800)".
+_OLD_FINAL_CHECKPOINT = re.compile(r"(best|newest) \(step (\d+)(?:, the newest)?\)")
 STACKS = ("encoder_self", "decoder_self", "decoder_cross")
 
 
@@ -60,6 +67,32 @@ class RunData:
     @property
     def status(self):
         return self.attrs.get("status", "unknown")
+
+    @property
+    def final_parameters(self):
+        return final_parameters(self.summary, self.path)
+
+
+def final_parameters(summary, where):
+    """(kind, step) of the parameters a run's final evaluation scored, from its /summary: kind
+    one of FINAL_CHECKPOINT_KINDS, step theirs (the newest averaged one; None for an average in a
+    log older than final_checkpoint_step). None before the run completed."""
+    kind = summary.get("final_checkpoint_kind")
+    if kind is not None:
+        if kind not in FINAL_CHECKPOINT_KINDS or "final_checkpoint_step" not in summary:
+            raise AnalysisError(f"{where}: /summary final_checkpoint_kind {kind!r} is not one of "
+                                f"{', '.join(FINAL_CHECKPOINT_KINDS)} with final_checkpoint_step")
+        return kind, int(summary["final_checkpoint_step"])
+    prose = summary.get("final_checkpoint")
+    if prose is None:
+        return None
+    old = _OLD_FINAL_CHECKPOINT.fullmatch(str(prose))
+    if old is not None:
+        return old.group(1), int(old.group(2))
+    if str(prose).startswith("average of "):
+        return "average", None
+    raise AnalysisError(f"{where}: /summary final_checkpoint {prose!r} names no parameters this "
+                        f"analysis knows")
 
 
 def _python_value(value):
@@ -193,6 +226,22 @@ def read_labeled_runs(specs):
             raise AnalysisError(f"{spec}: expected LABEL=RUN_DIR")
         runs.append((label, read_run(f"{path.rstrip('/')}/run.h5", with_attention=False)))
     return runs
+
+
+def read_checkpoint_params(path, names):
+    """{name: float64 array} of the parameters `names` of a checkpoint (ckpt/step_<n>.h5,
+    core/io/checkpoint.h), or None when it holds none of them (the first name is missing: another
+    architecture). AnalysisError for a file that is not a readable checkpoint."""
+    try:
+        with h5py.File(path, "r", locking=False) as file:
+            if "params" not in file:
+                raise AnalysisError(f"{path}: not an attnlab checkpoint (no /params group)")
+            params = file["params"]
+            if names[0] not in params:
+                return None
+            return {name: np.asarray(params[name][()], dtype=np.float64) for name in names}
+    except (OSError, KeyError, ValueError) as error:
+        raise AnalysisError(f"{path}: unreadable checkpoint: {error}") from None
 
 
 # A read of an intact run file takes milliseconds; one that runs longer is looping in HDF5.

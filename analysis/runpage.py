@@ -19,19 +19,15 @@ import sys
 if __package__ in (None, ""):
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
-from analysis import bleu, convergence  # noqa: E402
-from analysis.errors import AnalysisError  # noqa: E402
-from analysis.figures import DPI  # noqa: E402
+from analysis import bleu, convergence, plotting  # noqa: E402
+from analysis.errors import AnalysisError, report_error  # noqa: E402
+from analysis.plotting import plt  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
 from analysis.rate_cuts import rate_cuts  # noqa: E402
-from analysis.render import count, fixed, significant  # noqa: E402
+from analysis.formatting import count, fixed, significant  # noqa: E402
 from analysis.runfile import read_run  # noqa: E402
 
 SAMPLES = 5          # test translations shown, evenly spaced through the test set
@@ -79,8 +75,7 @@ def draw_curve(data, halvings, path):
     axis.set_title(f"{data.config.get('name', '')}: dev perplexity and learning rate"
                    + (" (dotted: the rate halved)" if halvings else ""))
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(figure)
+    plotting.save(figure, path)
 
 
 def check_decoding(name, decoding, run_dir, data_dir):
@@ -262,8 +257,7 @@ def main(argv=None):
         draw_curve(data, rate_cuts(data), figure)
         out.write_text(text, encoding="utf-8")
     except AnalysisError as error:
-        print(f"analysis.runpage: {error}", file=sys.stderr)
-        return 1
+        return report_error("analysis.runpage", error)
     print(f"wrote {out} and {figure}")
     return 0
 

@@ -7,7 +7,7 @@ same (/eval_dev). 1 is uniform attention, which hands every target position the 
 source: a decoder at 1 is a language model of the target side that ignores the input.
 """
 
-import re
+from analysis.runfile import final_parameters
 
 # At or above this fraction of the uniform entropy a decoder is said to ignore its source. Every
 # run of the CPU-scale Table 3 that learned to translate ends between 0.53 and 0.74; the Post-LN
@@ -24,10 +24,9 @@ def dev_cross_attention(data):
     if value is not None:
         return float(value)
     decoding = getattr(data, "decodings", {}).get("eval_dev", {})
-    final = str(data.summary.get("final_checkpoint", ""))
-    step = re.fullmatch(r"(?:best|newest) \(step (\d+)(?:, the newest)?\)", final)
-    if ("cross_attention_entropy" in decoding and step is not None
+    final = final_parameters(data.summary, getattr(data, "path", "run.h5"))
+    if ("cross_attention_entropy" in decoding and final is not None and final[0] != "average"
             and int(decoding.get("average_last", 0)) <= 1
-            and int(decoding.get("step", -1)) == int(step.group(1))):
+            and int(decoding.get("step", -1)) == final[1]):
         return float(decoding["cross_attention_entropy"])
     return None

@@ -130,6 +130,12 @@ def _status_text(counts):
     return ", ".join(f"{counts[status]} {status}" for status in STATUSES if counts.get(status))
 
 
+def failure_diagnostics(sweep, row_key):
+    """What failed in the row's runs that failed to learn, each diagnostic once, in the order
+    the table's failure text lists them."""
+    return sorted({diagnostic for diagnostic, _ in sweep.failed(row_key).values()})
+
+
 def _failure_text(failed, completed):
     """What failed in how many runs, e.g. 'the decoder ignores its source in 2 of 2 runs
     (decoder-encoder attention 0.984 to 1.000 of uniform over the dev set)'."""

@@ -31,6 +31,9 @@ from pathlib import Path
 from bench_configs import decode_macs
 
 ROOT = Path(__file__).resolve().parent.parent
+# The checkout's analysis package, for its number formatting.
+sys.path.insert(0, str(ROOT))
+from analysis.formatting import fixed  # noqa: E402
 
 # Targets of issue 10: attnlab/PyTorch training throughput per configuration, MFU on base at one
 # thread, greedy decoding speed, and peak training RSS (attnlab/PyTorch at most this).
@@ -225,8 +228,9 @@ def git_commit():
     return done.stdout.strip() or "unknown"
 
 
-def fmt(value, spec=".1f"):
-    return "n/a" if value != value else format(value, spec)
+def fmt(value, decimals=1):
+    """A measured number as every page writes it (analysis.formatting), "n/a" when missing."""
+    return fixed(value, decimals, missing="n/a")
 
 
 def training_table(rows, results):
@@ -242,9 +246,9 @@ def training_table(rows, results):
         ceiling = (med(a, "sgemm_peak_cpu_gflops") * 1e9
                    / (med(t, "tokens_per_cpu_s") * med(a, "flops_per_token")))
         lines.append(f"| {row.config} | {row.threads} | {fmt(med(a, 'tokens_per_s'))} | "
-                     f"{fmt(med(t, 'tokens_per_s'))} | {fmt(ratio, '.2f')}x | >= {target}x | "
-                     f"{verdict(ratio, target)} | {fmt(cpu_ratio, '.2f')}x | "
-                     f"{fmt(ceiling, '.2f')}x |")
+                     f"{fmt(med(t, 'tokens_per_s'))} | {fmt(ratio, 2)}x | >= {target}x | "
+                     f"{verdict(ratio, target)} | {fmt(cpu_ratio, 2)}x | "
+                     f"{fmt(ceiling, 2)}x |")
     return lines
 
 
@@ -291,8 +295,8 @@ def rss_table(rows, results):
     for row in rows:
         a, t = results[row.key]["attnlab"], results[row.key]["torch"]
         ratio = med(a, "peak_rss_mib") / med(t, "peak_rss_mib")
-        lines.append(f"| {row.config} | {row.threads} | {fmt(med(a, 'peak_rss_mib'), '.0f')} | "
-                     f"{fmt(med(t, 'peak_rss_mib'), '.0f')} | {fmt(ratio, '.2f')}x | "
+        lines.append(f"| {row.config} | {row.threads} | {fmt(med(a, 'peak_rss_mib'), 0)} | "
+                     f"{fmt(med(t, 'peak_rss_mib'), 0)} | {fmt(ratio, 2)}x | "
                      f"<= {RSS_TARGET}x | {verdict(ratio, RSS_TARGET, higher_is_better=False)} |")
     return lines
 
@@ -322,11 +326,11 @@ def decode_table(rows, results):
                 cached = decode_macs(row.config, DECODE_SOURCE, NEW_TOKENS, cached=True)
                 flop_ratio = f"{rerun / cached:.1f}x"
             lines.append(f"| {row.config} | {search} | {fmt(mine)} | {fmt(theirs)} | "
-                         f"{fmt(ratio, '.1f')}x | {goal} | "
+                         f"{fmt(ratio, 1)}x | {goal} | "
                          f"{verdict(ratio, target) if target else '-'} | "
-                         f"{fmt(cpu_ratio, '.1f')}x | {flop_ratio} | "
-                         f"{fmt(med(a, field + '_tokens'), '.0f')} / "
-                         f"{fmt(med(t, field + '_tokens'), '.0f')} |")
+                         f"{fmt(cpu_ratio, 1)}x | {flop_ratio} | "
+                         f"{fmt(med(a, field + '_tokens'), 0)} / "
+                         f"{fmt(med(t, field + '_tokens'), 0)} |")
     return lines
 
 
@@ -351,10 +355,10 @@ def bf16_speedup_table(rows, results):
         target = BF16_SPEEDUP_TARGETS.get(row.config)
         goal = f">= {target}x" if target else "-"
         lines.append(f"| {row.config} | {row.threads} | {fmt(med(b, 'tokens_per_s'))} | "
-                     f"{fmt(med(a, 'tokens_per_s'))} | {fmt(ratio, '.2f')}x | {goal} | "
-                     f"{verdict(ratio, target) if target else '-'} | {fmt(cpu_ratio, '.2f')}x | "
-                     f"{fmt(ceiling, '.2f')}x | {fmt(med(b, 'loss'), '.5f')} / "
-                     f"{fmt(med(a, 'loss'), '.5f')} |")
+                     f"{fmt(med(a, 'tokens_per_s'))} | {fmt(ratio, 2)}x | {goal} | "
+                     f"{verdict(ratio, target) if target else '-'} | {fmt(cpu_ratio, 2)}x | "
+                     f"{fmt(ceiling, 2)}x | {fmt(med(b, 'loss'), 5)} / "
+                     f"{fmt(med(a, 'loss'), 5)} |")
     return lines
 
 
@@ -371,10 +375,10 @@ def bf16_torch_table(rows, results):
                            med(tb, "tokens_per_cpu_s") * med(b, "flops_per_token"))
         torch_gain = ratio_of(med(tb, "tokens_per_s"), med(t, "tokens_per_s"))
         lines.append(f"| {row.config} | {row.threads} | {fmt(med(b, 'tokens_per_s'))} | "
-                     f"{fmt(med(tb, 'tokens_per_s'))} | {fmt(ratio, '.2f')}x | "
+                     f"{fmt(med(tb, 'tokens_per_s'))} | {fmt(ratio, 2)}x | "
                      f">= {BF16_TORCH_TARGET}x | {verdict(ratio, BF16_TORCH_TARGET)} | "
-                     f"{fmt(cpu_ratio, '.2f')}x | {fmt(ceiling, '.2f')}x | "
-                     f"{fmt(torch_gain, '.2f')}x |")
+                     f"{fmt(cpu_ratio, 2)}x | {fmt(ceiling, 2)}x | "
+                     f"{fmt(torch_gain, 2)}x |")
     return lines
 
 
@@ -394,7 +398,7 @@ def bf16_mfu_table(rows, results):
             target = (f">= {BF16_MFU_TARGET:.0%} (CPU): "
                       f"{verdict(med(b, 'mfu_cpu'), BF16_MFU_TARGET)}")
         lines.append(f"| {row.config} | {row.threads} | {fmt(peak)} / {fmt(peak_cpu)} | "
-                     f"{fmt(peak_gain, '.2f')}x | {fmt(100 * med(b, 'mfu'))}% / "
+                     f"{fmt(peak_gain, 2)}x | {fmt(100 * med(b, 'mfu'))}% / "
                      f"{fmt(100 * med(b, 'mfu_cpu'))}% | {fmt(100 * torch_mfu)}% / "
                      f"{fmt(100 * torch_mfu_cpu)}% | {target} |")
     return lines

@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from analysis.errors import AnalysisError
+from analysis.errors import EXIT_FAILURE, AnalysisError, report_error
 from analysis.studies import heads, positions_length, sqrt_dk, warmup_norm
 from analysis.studies.common import ROOT, TIMING, call, fmt
 from analysis.sweep import load_sweep
@@ -176,10 +176,8 @@ def main(argv=None):
             run_studies(args)
         page = write_page(args)
     except AnalysisError as error:
-        print(f"analysis.studies: {error}", file=sys.stderr)
-        return 2
-    except RuntimeError as error:
-        print(f"analysis.studies: {error}", file=sys.stderr)
-        return 1
+        return report_error("analysis.studies", error)
+    except RuntimeError as error:  # an attnlab command the study ran failed
+        return report_error("analysis.studies", error, EXIT_FAILURE)
     print(f"wrote {page}")
     return 0

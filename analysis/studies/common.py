@@ -1,6 +1,7 @@
 """What several seed-note studies use: the checkout's root, running attnlab, a sweep's completed
-runs, the tokenizer of a corpus run (its SentencePiece pieces and piece counts), pyplot on the
-Agg backend, and the page's number and table formatting. Nothing here knows a particular study.
+runs, the tokenizer of a corpus run (its SentencePiece pieces and piece counts), pyplot (on
+analysis.plotting's backend), and the page's number and table formatting. Nothing here knows a
+particular study.
 """
 
 import json
@@ -9,14 +10,11 @@ import pathlib
 import subprocess
 import time
 
-import matplotlib
+import sentencepiece
 
-matplotlib.use("Agg")  # figures are files: choose the backend before pyplot is imported
-import matplotlib.pyplot as plt  # noqa: E402,F401  (the study modules draw with it)
-import numpy as np  # noqa: E402
-import sentencepiece  # noqa: E402
-
-from analysis.errors import AnalysisError  # noqa: E402
+from analysis.errors import AnalysisError
+from analysis.formatting import DASH, significant
+from analysis.plotting import plt  # noqa: F401  (the study modules draw with it)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TIMING = "studies_timing.json"  # <runs dir>/: seconds spent per study by --run, summed
@@ -112,9 +110,7 @@ def piece_namer(run):
 
 def fmt(value, digits=3):
     """`value` with `digits` significant digits; an en dash for None and non-finite values."""
-    if value is None or (isinstance(value, float) and not np.isfinite(value)):
-        return "–"
-    return f"{value:.{digits}g}"
+    return significant(value, digits, missing=DASH)
 
 
 def markdown_table(frame, columns):

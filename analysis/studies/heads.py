@@ -11,8 +11,9 @@ import pathlib
 import numpy as np
 import pandas as pd
 
+from analysis import plotting
 from analysis.errors import AnalysisError
-from analysis.figures import STACK_TITLES, _colors, _save, draw_head_map
+from analysis.figures import STACK_TITLES, draw_head_map
 from analysis.runfile import STACKS
 from analysis.studies.common import (completed_runs, fmt, markdown_table, piece_namer, plt,
                                      relative)
@@ -67,7 +68,7 @@ def figures(sweep, frame, out_dir, piece_names=None):
     of files written."""
     rows = list(dict.fromkeys(frame["row"]))
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), sharey=True)
-    colors = dict(zip(rows, _colors(len(rows))))
+    colors = dict(zip(rows, plotting.colors(len(rows))))
     for axis, stack in zip(axes, STACKS):
         part = frame[frame["stack"] == stack]
         blocks = list(dict.fromkeys(part["block"]))
@@ -92,7 +93,7 @@ def figures(sweep, frame, out_dir, piece_names=None):
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.suptitle("Per-head attention entropy: single head vs several heads")
     fig.tight_layout()
-    files = [_save(fig, pathlib.Path(out_dir) / "heads_entropy.png")]
+    files = [plotting.save(fig, pathlib.Path(out_dir) / "heads_entropy.png")]
 
     for stack in STACKS:
         probes = []
@@ -126,7 +127,7 @@ def figures(sweep, frame, out_dir, piece_names=None):
         fig.suptitle(f"Probe sentence, {STACK_TITLES[stack]}, layer {layer} (last); colour "
                      "0 (dark) to the panel's max (yellow)"
                      + (f"; first {shown} of {heads} heads" if shown < heads else ""))
-        files.append(_save(fig, pathlib.Path(out_dir) / f"heads_probe_{stack}.png"))
+        files.append(plotting.save(fig, pathlib.Path(out_dir) / f"heads_probe_{stack}.png"))
     return files
 
 

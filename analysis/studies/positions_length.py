@@ -13,13 +13,12 @@ import pathlib
 import re
 import shutil
 
-import h5py
 import numpy as np
 import pandas as pd
 
-from analysis import bleu
+from analysis import bleu, plotting
 from analysis.errors import AnalysisError
-from analysis.figures import _save
+from analysis.runfile import read_checkpoint_params, read_run
 from analysis.studies.common import (ROOT, PieceCounter, call, completed_runs, fmt,
                                      markdown_table, plt, read_lines, relative, tokenizer_path)
 from analysis.sweep import load_sweep
@@ -175,10 +174,10 @@ def position_row_changes(run_dir):
     names = ("encoder.embed_positions.weight", "decoder.embed_positions.weight")
     tables = []
     for step in (steps[0], steps[-1]):
-        with h5py.File(pathlib.Path(run_dir, "ckpt", f"step_{step}.h5"), "r", locking=False) as f:
-            if names[0] not in f["params"]:
-                return None
-            tables.append({n: np.asarray(f["params"][n][()], dtype=np.float64) for n in names})
+        table = read_checkpoint_params(pathlib.Path(run_dir, "ckpt", f"step_{step}.h5"), names)
+        if table is None:
+            return None
+        tables.append(table)
     out = {"first_step": steps[0], "last_step": steps[-1]}
     for name in names:
         side = name.split(".")[0]
@@ -197,11 +196,7 @@ def last_moving_row(changes):
 
 def _eval_attrs(view):
     """/eval_test attributes of a view's run.h5 (ppl, bleu, max_len_offset, ...)."""
-    with h5py.File(view / "run.h5", "r", locking=False) as f:
-        if "eval_test" not in f:
-            return None
-        return {k: (v.decode() if isinstance(v, bytes) else v)
-                for k, v in f["eval_test"].attrs.items()}
+    return read_run(view / "run.h5", with_attention=False).decodings.get("eval_test")
 
 
 def results(sweep):
@@ -320,7 +315,7 @@ def figure(buckets, changes, training_length, unit, out_dir, perplexity=None):
     else:
         right.axis("off")
     fig.tight_layout()
-    return [_save(fig, pathlib.Path(out_dir) / "positions_length.png")]
+    return [plotting.save(fig, pathlib.Path(out_dir) / "positions_length.png")]
 
 
 # --- the page's section ----------------------------------------------------------------------

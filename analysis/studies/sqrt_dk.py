@@ -11,8 +11,8 @@ import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
+from analysis import plotting
 from analysis.errors import AnalysisError
-from analysis.figures import _log_axis, _save
 from analysis.studies.common import completed_runs, fmt, markdown_table, plt, relative
 
 # Two log-log slopes (exponents of d_k) are called clearly different when they differ by more
@@ -130,7 +130,7 @@ def figure(frame, out_dir):
                       "without 1/sqrt(d_k))")
         _log2_x(axis)
         if log:
-            _log_axis(axis)
+            plotting.log_axis(axis)
         axis.set_xlabel("d_k (h x d_k = 128 throughout)")
         axis.set_ylabel(label)
         axis.grid(alpha=0.3)
@@ -139,7 +139,7 @@ def figure(frame, out_dir):
     fig.legend(handles, labels, loc="lower center", ncol=3, bbox_to_anchor=(0.5, -0.12))
     fig.suptitle("Why sqrt(d_k): attention logits, entropy and the gradient through the softmax")
     fig.tight_layout()
-    return [_save(fig, pathlib.Path(out_dir) / "sqrt_dk.png")]
+    return [plotting.save(fig, pathlib.Path(out_dir) / "sqrt_dk.png")]
 
 
 # --- the page's section ----------------------------------------------------------------------

@@ -11,8 +11,8 @@ import pathlib
 import numpy as np
 import pandas as pd
 
+from analysis import plotting
 from analysis.errors import AnalysisError
-from analysis.figures import _colors, _log_axis, _save
 from analysis.studies.common import completed_runs, fmt, markdown_table, plt, relative
 
 # A run diverged when the mean loss of its last DIVERGENCE_TAIL of logged rows is not below its
@@ -79,7 +79,7 @@ def figures(sweep, frame, out_dir):
     """Loss curves of every run (a cross marks where a run diverged) and, per run, per-layer
     gradient norms over training. Returns the list of files written."""
     runs = {r.run_id: r for r in frame.itertuples()}
-    colors = dict(zip(frame["run_id"], _colors(len(frame))))
+    colors = dict(zip(frame["run_id"], plotting.colors(len(frame))))
     fig, axis = plt.subplots(figsize=(10, 5.5))
     for run_id, record in runs.items():
         train = sweep.data[run_id].train
@@ -98,7 +98,7 @@ def figures(sweep, frame, out_dir):
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
-    files = [_save(fig, pathlib.Path(out_dir) / "warmup_norm_loss.png")]
+    files = [plotting.save(fig, pathlib.Path(out_dir) / "warmup_norm_loss.png")]
 
     count = len(runs)
     columns = 4
@@ -111,12 +111,12 @@ def figures(sweep, frame, out_dir):
         if diagnostic is None:
             axis.axis("off")
             continue
-        layer_colors = _colors(len(diagnostic.labels))
+        layer_colors = plotting.colors(len(diagnostic.labels))
         for layer, label in enumerate(diagnostic.labels):
             values = diagnostic.values[:, layer]
             axis.plot(diagnostic.steps, np.where(values > 0, values, np.nan),
                       color=layer_colors[layer], lw=1.1, label=label)
-        _log_axis(axis)
+        plotting.log_axis(axis)
         axis.set_title(f"{record.norm}-LN, warmup {record.warmup}, peak {record.peak:g}"
                        + ("\nDIVERGED" if record.diverged else ""), fontsize=9,
                        color="red" if record.diverged else "black")
@@ -129,7 +129,7 @@ def figures(sweep, frame, out_dir):
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
     fig.suptitle("Per-layer gradient norms during training")
     fig.tight_layout()
-    files.append(_save(fig, pathlib.Path(out_dir) / "warmup_norm_grad_norms.png"))
+    files.append(plotting.save(fig, pathlib.Path(out_dir) / "warmup_norm_grad_norms.png"))
     return files
 
 

@@ -1,5 +1,6 @@
 // The attnlab command line: the command registry, options shared by commands (-c, --set, --out),
-// exit codes and error reporting. Each command lives in cmd_<name>.cpp and registers itself:
+// error reporting (exit codes: core/util/exit_code.h). Each command lives in cmd_<name>.cpp and
+// registers itself:
 //   const CommandRegistration kRegister{"params", "parameter counts by component", &run_params};
 #pragma once
 
@@ -9,16 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "core/util/exit_code.h"
+
 namespace attnlab::cli {
 
 namespace po = boost::program_options;
-
-// Process exit codes.
-enum ExitCode : int {
-  kExitOk = 0,
-  kExitFailure = 1,  // the command ran and failed (I/O, numerics, a run that crashed)
-  kExitUsage = 2,    // bad command line or config: nothing was run
-};
 
 // A command-line mistake (unknown option, missing argument); reported with exit code 2.
 class UsageError : public std::runtime_error {

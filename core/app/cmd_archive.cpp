@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "core/app/cli.h"
-#include "core/app/cmd_status.h"
 #include "core/cluster/records.h"
+#include "core/cluster/run_progress.h"
 #include "core/io/checkpoint_dir.h"
 #include "core/io/run_log.h"
 #include "core/util/check.h"
@@ -174,24 +174,23 @@ int run_archive(const std::vector<std::string>& args) {
   std::vector<std::string> left_out;
   for (const cluster::ManifestRun& run : runs) {
     const fs::path run_dir = from / run.id;
-    const cluster::RunProgress progress = read_run_progress(run_dir.string());
-    if (!progress.exists && progress.status.empty()) {
+    const cluster::RunProgress progress = cluster::read_run_progress(run_dir.string());
+    if (progress.state == cluster::RunState::kNotStarted) {
       ++not_started;
       continue;
     }
-    if (progress.status == "completed") {
+    if (progress.state == cluster::RunState::kCompleted) {
       ++completed;
       for (const fs::path& file : log_files(run_dir))
         archive.copy(file, fs::path(run.id) / file.filename());
       archive.remove(fs::path(run.id) / "ckpt");  // a completed log needs no checkpoint
       continue;
     }
-    const bool stopped = progress.status == "preempted" || progress.status == "interrupted";
-    if (!stopped) {
-      left_out.push_back(run.name + ": " + progress.status +
-                         (progress.status == "running" ? " (stop the sweep first; its runs "
-                                                         "checkpoint, and archive again)"
-                                                       : ""));
+    if (!cluster::resumable(progress.state)) {
+      left_out.push_back(run.name + ": " + cluster::run_state_names().name(progress.state) +
+                         (progress.state == cluster::RunState::kRunning
+                              ? " (stop the sweep first; its runs checkpoint, and archive again)"
+                              : ""));
       continue;
     }
     if (completed_only) {
@@ -199,7 +198,7 @@ int run_archive(const std::vector<std::string>& args) {
                          " (--completed-only)");
       continue;
     }
-    if (read_run_progress((to / run.id).string()).status == "completed") {
+    if (cluster::read_run_progress((to / run.id).string()).state == cluster::RunState::kCompleted) {
       left_out.push_back(run.name + ": stopped here at step " + std::to_string(progress.step) +
                          ", but " + (to / run.id / "run.h5").string() +
                          " is completed; it is kept");

@@ -268,7 +268,7 @@ std::optional<PairedTestOptions> parse_test(const po::variables_map& values) {
   return test;
 }
 
-int run_bleu(const std::vector<std::string>& args) {
+po::options_description bleu_command_options() {
   po::options_description options("bleu options");
   options.add_options()("ref", po::value<std::string>(), "reference file, one segment a line")(
       "hyp", po::value<std::vector<std::string>>(),
@@ -304,22 +304,172 @@ int run_bleu(const std::vector<std::string>& args) {
       "none for fresh entropy")("width", po::value<int>()->default_value(1),
                                 "decimals of the scores in the table of several systems")(
       "json", "print JSON instead of text");
-  po::positional_options_description positional;
-  positional.add("ref", 1).add("hyp", -1);
-  po::variables_map values;
-  // sacreBLEU spells these -lc, -pbs and -par, which Boost would read as bundled short options.
-  std::vector<std::string> arguments = args;
+  return options;
+}
+
+// sacreBLEU spells --lowercase, --paired-bs and --paired-ar as -lc, -pbs and -par, which Boost
+// would read as bundled short options.
+std::vector<std::string> with_sacrebleu_spellings(std::vector<std::string> arguments) {
   for (std::string& arg : arguments) {
     if (arg == "--") break;
     if (arg == "-lc") arg = "--lowercase";
     if (arg == "-pbs") arg = "--paired-bs";
     if (arg == "-par") arg = "--paired-ar";
   }
+  return arguments;
+}
+
+// The files scored: references (one or more, line-aligned) and systems (one, or a baseline and
+// the systems compared with it), each system as long as every reference.
+struct Inputs {
+  std::vector<std::string> ref_paths;
+  std::vector<std::string> hyp_paths;  // "standard input" for a system read from it
+  std::vector<std::vector<std::string>> references;
+  std::vector<std::vector<std::string>> systems;
+};
+
+Inputs read_inputs(const po::variables_map& values, bool paired_test) {
+  Inputs in;
+  in.hyp_paths = strings(values, "hyp");
+  if (paired_test && in.hyp_paths.size() < 2) {
+    throw UsageError(
+        "a paired test needs a baseline and at least one system: bleu REF BASELINE "
+        "SYS... --paired-bs");
+  }
+  if (in.hyp_paths.size() < 2 && !values["width"].defaulted()) {
+    throw UsageError("--width formats the table of several systems");
+  }
+  std::set<std::string> distinct(in.hyp_paths.begin(), in.hyp_paths.end());
+  if (distinct.size() != in.hyp_paths.size()) {
+    throw UsageError("a hypothesis file is given twice; each system is one file");
+  }
+  in.ref_paths = {values["ref"].as<std::string>()};
+  for (const std::string& path : strings(values, "more-refs")) in.ref_paths.push_back(path);
+  in.references.reserve(in.ref_paths.size());
+  for (const std::string& path : in.ref_paths) in.references.push_back(read_bleu_lines(path));
+  if (in.hyp_paths.empty()) {
+    in.hyp_paths.emplace_back("standard input");
+    in.systems.push_back(read_bleu_lines(std::cin, in.hyp_paths[0]));
+  } else {
+    for (const std::string& path : in.hyp_paths) in.systems.push_back(read_bleu_lines(path));
+  }
+  for (size_t s = 0; s < in.systems.size(); ++s) {
+    for (size_t k = 0; k < in.references.size(); ++k) {
+      if (in.systems[s].size() != in.references[k].size()) {
+        throw UsageError(in.hyp_paths[s] + " has " + std::to_string(in.systems[s].size()) +
+                         " lines but " + in.ref_paths[k] + " has " +
+                         std::to_string(in.references[k].size()) +
+                         ": the metrics need one hypothesis line per reference line");
+      }
+    }
+  }
+  return in;
+}
+
+// One system: each metric's score and signature, as text or JSON (a list for several metrics).
+void print_one_system(const std::vector<Metric>& metrics,
+                      const std::vector<std::vector<SegmentStats>>& stats, size_t references,
+                      bool json) {
+  std::vector<std::string> outputs;
+  for (size_t m = 0; m < metrics.size(); ++m) {
+    const std::vector<int64_t> totals = stats[m][0].totals();
+    const std::string signature = metrics[m].signature(references);
+    outputs.push_back(json ? single_json(metrics[m], totals, signature)
+                           : single_text(metrics[m], totals) + "\nsignature: " + signature);
+  }
+  if (json && outputs.size() > 1) {
+    std::cout << "[\n";
+    for (size_t m = 0; m < outputs.size(); ++m) {
+      std::cout << outputs[m] << (m + 1 < outputs.size() ? ",\n" : "\n");
+    }
+    std::cout << "]\n";
+  } else {
+    for (const std::string& output : outputs) std::cout << output << "\n";
+  }
+}
+
+// Several systems: results[m][s] of system s under metric m (with the paired test against the
+// first when one is asked for) and each metric's signature.
+struct SystemResults {
+  std::vector<std::vector<PairedResult>> results;
+  std::vector<std::string> signatures;
+};
+
+SystemResults score_systems(const std::vector<Metric>& metrics,
+                            const std::vector<std::vector<SegmentStats>>& stats, size_t references,
+                            const std::optional<PairedTestOptions>& test) {
+  SystemResults out;
+  out.results.resize(metrics.size());
+  for (size_t m = 0; m < metrics.size(); ++m) {
+    const Metric& metric = metrics[m];
+    const ScoreOfTotals score = [&metric](const std::vector<int64_t>& totals) {
+      return metric.score(totals);
+    };
+    if (test) {
+      out.results[m] = paired_test(stats[m], score, *test);
+      out.signatures.push_back(metric.signature(references, paired_test_fields(*test)));
+    } else {
+      for (const SegmentStats& system : stats[m]) {
+        PairedResult result;
+        result.score = score(system.totals());
+        out.results[m].push_back(result);
+      }
+      out.signatures.push_back(metric.signature(references));
+    }
+  }
+  return out;
+}
+
+void print_systems_json(const std::vector<Metric>& metrics, const std::vector<std::string>& names,
+                        const SystemResults& scored) {
+  std::cout << "[\n";
+  for (size_t s = 0; s < names.size(); ++s) {
+    std::cout << "  {\"system\": " << json_string(names[s]);
+    for (size_t m = 0; m < metrics.size(); ++m) {
+      std::cout << ", " << json_string(metrics[m].name()) << ": "
+                << result_json(scored.results[m][s], scored.signatures[m]);
+    }
+    std::cout << "}" << (s + 1 < names.size() ? ",\n" : "\n");
+  }
+  std::cout << "]\n";
+}
+
+// sacreBLEU's table of systems, the test's legend, and the metrics' signatures.
+void print_systems_table(const std::vector<Metric>& metrics, const std::vector<std::string>& names,
+                         const SystemResults& scored, const std::optional<PairedTestOptions>& test,
+                         int width) {
+  std::vector<std::vector<std::string>> rows(names.size() + 1);
+  rows[0].emplace_back("System");
+  for (const Metric& metric : metrics) {
+    const bool bootstrap = test && test->test == PairedTest::kBootstrap;
+    rows[0].push_back(metric.name() + (bootstrap ? " (μ ± 95% CI)" : ""));
+  }
+  for (size_t s = 0; s < names.size(); ++s) {
+    rows[s + 1].push_back(names[s]);
+    for (size_t m = 0; m < metrics.size(); ++m) {
+      rows[s + 1].push_back(result_cell(scored.results[m][s], width));
+    }
+  }
+  std::cout << table(rows) << "\n";
+  if (test) print_test_legend(*test, names[0]);
+  std::cout << "-----------------\nMetric signatures\n-----------------\n";
+  for (size_t m = 0; m < metrics.size(); ++m) {
+    std::string name = metrics[m].name();
+    name.resize(std::max<size_t>(name.size(), 10), ' ');
+    std::cout << " - " << name << " " << scored.signatures[m] << "\n";
+  }
+}
+
+int run_bleu(const std::vector<std::string>& args) {
+  po::options_description options = bleu_command_options();
+  po::positional_options_description positional;
+  positional.add("ref", 1).add("hyp", -1);
+  po::variables_map values;
   if (!parse("bleu",
              "REF [HYP | BASELINE SYS...] [-r REF2 ...] [--metrics bleu,chrf,chrf++] [--tokenize "
              "13a|intl|char|none] [-lc] [--paired-bs | --paired-ar] [--json]   (one HYP "
              "defaults to standard input)",
-             arguments, options, positional, values)) {
+             with_sacrebleu_spellings(args), options, positional, values)) {
     return kExitOk;
   }
   if (!values.count("ref")) throw UsageError("attnlab bleu needs a reference file: bleu REF [HYP]");
@@ -334,128 +484,27 @@ int run_bleu(const std::vector<std::string>& args) {
   const std::optional<PairedTestOptions> test = parse_test(values);
   const int width = values["width"].as<int>();
   if (width < 0 || width > 10) throw UsageError("--width must be in [0, 10]");
-
-  std::vector<std::string> hyp_paths = strings(values, "hyp");
-  if (test && hyp_paths.size() < 2) {
-    throw UsageError(
-        "a paired test needs a baseline and at least one system: bleu REF BASELINE "
-        "SYS... --paired-bs");
-  }
-  if (hyp_paths.size() < 2 && !values["width"].defaulted()) {
-    throw UsageError("--width formats the table of several systems");
-  }
-  std::set<std::string> distinct(hyp_paths.begin(), hyp_paths.end());
-  if (distinct.size() != hyp_paths.size()) {
-    throw UsageError("a hypothesis file is given twice; each system is one file");
-  }
-
-  std::vector<std::string> ref_paths = {values["ref"].as<std::string>()};
-  for (const std::string& path : strings(values, "more-refs")) ref_paths.push_back(path);
-  std::vector<std::vector<std::string>> references;
-  references.reserve(ref_paths.size());
-  for (const std::string& path : ref_paths) references.push_back(read_bleu_lines(path));
-  std::vector<std::vector<std::string>> systems;
-  if (hyp_paths.empty()) {
-    hyp_paths.emplace_back("standard input");
-    systems.push_back(read_bleu_lines(std::cin, hyp_paths[0]));
-  } else {
-    for (const std::string& path : hyp_paths) systems.push_back(read_bleu_lines(path));
-  }
-  for (size_t s = 0; s < systems.size(); ++s) {
-    for (size_t k = 0; k < references.size(); ++k) {
-      if (systems[s].size() != references[k].size()) {
-        throw UsageError(hyp_paths[s] + " has " + std::to_string(systems[s].size()) +
-                         " lines but " + ref_paths[k] + " has " +
-                         std::to_string(references[k].size()) +
-                         ": the metrics need one hypothesis line per reference line");
-      }
-    }
-  }
+  const Inputs in = read_inputs(values, test.has_value());
 
   // stats[m][s]: system s under metric m.
   std::vector<std::vector<SegmentStats>> stats(metrics.size());
   for (size_t m = 0; m < metrics.size(); ++m) {
-    for (const std::vector<std::string>& system : systems) {
-      stats[m].push_back(system_stats(metrics[m], system, references));
+    for (const std::vector<std::string>& system : in.systems) {
+      stats[m].push_back(system_stats(metrics[m], system, in.references));
     }
   }
   const bool json = values.count("json") > 0;
-
-  if (systems.size() == 1) {
-    std::vector<std::string> outputs;
-    for (size_t m = 0; m < metrics.size(); ++m) {
-      const std::vector<int64_t> totals = stats[m][0].totals();
-      const std::string signature = metrics[m].signature(references.size());
-      outputs.push_back(json ? single_json(metrics[m], totals, signature)
-                             : single_text(metrics[m], totals) + "\nsignature: " + signature);
-    }
-    if (json && outputs.size() > 1) {
-      std::cout << "[\n";
-      for (size_t m = 0; m < outputs.size(); ++m) {
-        std::cout << outputs[m] << (m + 1 < outputs.size() ? ",\n" : "\n");
-      }
-      std::cout << "]\n";
-    } else {
-      for (const std::string& output : outputs) std::cout << output << "\n";
-    }
+  if (in.systems.size() == 1) {
+    print_one_system(metrics, stats, in.references.size(), json);
     return kExitOk;
   }
-
-  // results[m][s], and each metric's signature.
-  std::vector<std::vector<PairedResult>> results(metrics.size());
-  std::vector<std::string> signatures;
-  for (size_t m = 0; m < metrics.size(); ++m) {
-    const Metric& metric = metrics[m];
-    const ScoreOfTotals score = [&metric](const std::vector<int64_t>& totals) {
-      return metric.score(totals);
-    };
-    if (test) {
-      results[m] = paired_test(stats[m], score, *test);
-      signatures.push_back(metric.signature(references.size(), paired_test_fields(*test)));
-    } else {
-      for (const SegmentStats& system : stats[m]) {
-        PairedResult result;
-        result.score = score(system.totals());
-        results[m].push_back(result);
-      }
-      signatures.push_back(metric.signature(references.size()));
-    }
-  }
-  std::vector<std::string> names = hyp_paths;
+  const SystemResults scored = score_systems(metrics, stats, in.references.size(), test);
+  std::vector<std::string> names = in.hyp_paths;
   if (test) names[0] = "Baseline: " + names[0];
-
   if (json) {
-    std::cout << "[\n";
-    for (size_t s = 0; s < systems.size(); ++s) {
-      std::cout << "  {\"system\": " << json_string(names[s]);
-      for (size_t m = 0; m < metrics.size(); ++m) {
-        std::cout << ", " << json_string(metrics[m].name()) << ": "
-                  << result_json(results[m][s], signatures[m]);
-      }
-      std::cout << "}" << (s + 1 < systems.size() ? ",\n" : "\n");
-    }
-    std::cout << "]\n";
-    return kExitOk;
-  }
-  std::vector<std::vector<std::string>> rows(systems.size() + 1);
-  rows[0].emplace_back("System");
-  for (const Metric& metric : metrics) {
-    const bool bootstrap = test && test->test == PairedTest::kBootstrap;
-    rows[0].push_back(metric.name() + (bootstrap ? " (μ ± 95% CI)" : ""));
-  }
-  for (size_t s = 0; s < systems.size(); ++s) {
-    rows[s + 1].push_back(names[s]);
-    for (size_t m = 0; m < metrics.size(); ++m) {
-      rows[s + 1].push_back(result_cell(results[m][s], width));
-    }
-  }
-  std::cout << table(rows) << "\n";
-  if (test) print_test_legend(*test, names[0]);
-  std::cout << "-----------------\nMetric signatures\n-----------------\n";
-  for (size_t m = 0; m < metrics.size(); ++m) {
-    std::string name = metrics[m].name();
-    name.resize(std::max<size_t>(name.size(), 10), ' ');
-    std::cout << " - " << name << " " << signatures[m] << "\n";
+    print_systems_json(metrics, names, scored);
+  } else {
+    print_systems_table(metrics, names, scored, test, width);
   }
   return kExitOk;
 }

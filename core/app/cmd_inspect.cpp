@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "core/app/cli.h"
 #include "core/app/json_text.h"
@@ -92,7 +94,7 @@ std::string run_json(const io::RunContents& run, const std::string& path) {
   std::string out = "{\"path\": " + json_string(path) +
                     ", \"run_id\": " + json_string(run.info.run_id) +
                     ", \"sweep_id\": " + json_string(run.info.sweep_id) +
-                    ", \"status\": " + json_string(io::to_string(run.status)) +
+                    ", \"status\": " + json_string(io::run_status_names().name(run.status)) +
                     ", \"host\": " + json_string(run.info.host) +
                     ", \"git_commit\": " + json_string(run.info.git_commit) + ", \"config\": {";
   for (size_t i = 0; i < run.config.size(); ++i) {
@@ -168,7 +170,7 @@ int run_inspect(const std::vector<std::string>& args) {
   }
 
   std::printf("run %s  (%s)\n", run.info.run_id.c_str(), path.c_str());
-  std::printf("  status           %s\n", io::to_string(run.status));
+  std::printf("  status           %s\n", io::run_status_names().name(run.status).c_str());
   for (const std::string& damage : run.damaged) {
     std::printf("  damaged          %s (a resume drops it and defines it again)\n", damage.c_str());
   }
@@ -189,13 +191,13 @@ int run_inspect(const std::vector<std::string>& args) {
   const io::CheckpointDir checkpoints((fs::path(dir) / "ckpt").string());
   std::printf("  steps            %ld of %s\n", static_cast<long>(last_step(run, checkpoints)),
               config_value(run, "train.steps").c_str());
-  const auto reason = run.summary_texts.find("stop_reason");
-  if (reason != run.summary_texts.end() && run.status == io::RunStatus::running) {
+  const std::optional<io::StopReason> reason = run.stop_reason();
+  const std::string reason_name = reason ? io::stop_reason_names().name(*reason) : "";
+  if (reason && run.status == io::RunStatus::running) {
     // A resumed run keeps its earlier stop's summary until it ends again (as status shows it).
-    std::printf("  stopped by       - (running again since its stop by %s)\n",
-                reason->second.c_str());
-  } else if (reason != run.summary_texts.end()) {
-    std::printf("  stopped by       %s", reason->second.c_str());
+    std::printf("  stopped by       - (running again since its stop by %s)\n", reason_name.c_str());
+  } else if (reason) {
+    std::printf("  stopped by       %s", reason_name.c_str());
     const auto epochs = run.summary_numbers.find("epochs");
     if (epochs != run.summary_numbers.end()) std::printf(" after %.2f epochs", epochs->second);
     const auto final_checkpoint = run.summary_texts.find("final_checkpoint");

@@ -15,13 +15,13 @@
 #include <set>
 
 #include "core/app/cli.h"
-#include "core/app/cmd_status.h"
 #include "core/app/step_flops.h"
 #include "core/cluster/adaptive_seeds.h"
 #include "core/cluster/cost_model.h"
 #include "core/cluster/environment.h"
 #include "core/cluster/profile.h"
 #include "core/cluster/run_length.h"
+#include "core/cluster/run_progress.h"
 #include "core/config/config.h"
 #include "core/config/sweep.h"
 #include "core/dist/comm.h"
@@ -117,6 +117,209 @@ struct RowPlan {
   int64_t params = 0;
 };
 
+cluster::CostModel cost_model_of(const cluster::SlurmProfile& profile) {
+  cluster::CostModel model;
+  model.cores_per_node =
+      profile.cores_per_node > 0 ? profile.cores_per_node : cluster::available_cores();
+  model.bandwidth = profile.network_bandwidth * 1e9;
+  model.latency = profile.network_latency_us * 1e-6;
+  return model;
+}
+
+// Every run's progress (nothing yet when the sweep has not run here) and the training rate its
+// finished runs measured, from one read of each run file.
+struct SweepLogs {
+  std::vector<cluster::RunProgress> progress;  // one per run of the sweep
+  double measured_sum = 0.0;                   // of the finished runs' rates, FLOP/s per core
+  int64_t measured_count = 0;
+};
+
+SweepLogs read_sweep_logs(const config::Sweep& sweep, const std::string& runs_dir) {
+  SweepLogs logs;
+  logs.progress.resize(sweep.runs.size());
+  for (size_t i = 0; i < sweep.runs.size(); ++i) {
+    const fs::path log = fs::path(runs_dir) / sweep.name / sweep.runs[i].id / "run.h5";
+    if (!fs::exists(log)) continue;
+    try {
+      const io::RunContents contents = io::read_run(log.string());
+      logs.progress[i] = cluster::progress_of(contents);
+      if (contents.status != io::RunStatus::completed) continue;
+      if (const auto measured = measured_rate(contents)) {
+        logs.measured_sum += *measured;
+        ++logs.measured_count;
+      }
+    } catch (const Error&) {
+      continue;  // a damaged log does not stop a plan
+    }
+  }
+  return logs;
+}
+
+struct PerCoreRate {
+  double flops = 0.0;  // per second and core
+  std::string source;  // how it was found, for the output
+};
+
+// The per-core rate: given, or from this sweep's logs, or from a calibration run.
+PerCoreRate per_core_rate(const po::variables_map& values, const SweepLogs& logs,
+                          const config::Sweep& sweep) {
+  PerCoreRate rate;
+  if (values.count("rate")) {
+    rate.flops = values["rate"].as<double>() * 1e9;
+    if (!(rate.flops > 0)) throw UsageError("--rate must be > 0");
+    rate.source = "given with --rate";
+  } else if (logs.measured_count > 0) {
+    rate.flops = logs.measured_sum / static_cast<double>(logs.measured_count);
+    rate.source =
+        "measured from " + std::to_string(logs.measured_count) + " finished run(s) of this sweep";
+  } else {
+    const int64_t steps = values["calibration-steps"].as<int64_t>();
+    if (steps < 3) throw UsageError("--calibration-steps must be >= 3");
+    std::cout << "calibrating: " << steps << " steps of " << sweep.runs.front().name
+              << " on one core..." << std::endl;
+    rate.flops = calibrate(sweep.runs.front().config, steps);
+    rate.source = "measured by a " + std::to_string(steps) + "-step run of " +
+                  sweep.runs.front().name + " on one core of this machine";
+  }
+  return rate;
+}
+
+// Adaptive seeds: the runs the seed rule has declared so far, from the completed runs' results
+// (the rest may never run).
+std::set<const config::SweepRun*> declared_runs(const config::Sweep& sweep,
+                                                const std::vector<cluster::RunProgress>& progress) {
+  std::set<const config::SweepRun*> declared;
+  if (!sweep.adaptive) return declared;
+  std::map<std::string, double> results;
+  for (size_t i = 0; i < sweep.runs.size(); ++i) {
+    if (progress[i].final_dev_ppl) results[sweep.runs[i].id] = *progress[i].final_dev_ppl;
+  }
+  for (const config::SweepRun* run : cluster::plan_seeds(sweep, results).runs) {
+    declared.insert(run);
+  }
+  return declared;
+}
+
+// Per row: FLOPs of one step (counted_step_flops: at half the longest allowed length, which the
+// output states), runs, steps.
+std::vector<RowPlan> row_plans(const config::Sweep& sweep,
+                               const std::vector<cluster::RunProgress>& progress,
+                               const std::vector<cluster::ExpectedLength>& lengths,
+                               const std::set<const config::SweepRun*>& declared) {
+  std::vector<RowPlan> rows;
+  for (size_t i = 0; i < sweep.runs.size(); ++i) {
+    const config::SweepRun& run = sweep.runs[i];
+    const ExperimentConfig& c = run.config;
+    auto found =
+        std::find_if(rows.begin(), rows.end(), [&](const RowPlan& r) { return r.row == run.row; });
+    if (found == rows.end()) {
+      int64_t params = 0;
+      for (const ComponentCount& count : parameter_counts(c.model)) params += count.params;
+      RowPlan row;
+      row.row = run.row;
+      row.step_flops = counted_step_flops(c);
+      row.cap = c.train.steps;
+      row.params = params;
+      rows.push_back(row);
+      found = rows.end() - 1;
+    }
+    ++found->runs;
+    found->expected_steps += lengths[i].steps;
+    if (progress[i].state == cluster::RunState::kCompleted) {
+      ++found->completed;
+    } else {
+      const double left = std::max(0.0, lengths[i].steps - static_cast<double>(progress[i].step));
+      found->steps_left += left;
+      if (declared.count(&run)) found->declared_left += left;
+    }
+  }
+  for (RowPlan& row : rows) row.expected_steps /= static_cast<double>(row.runs);
+  return rows;
+}
+
+void print_assumptions(const config::Sweep& sweep, size_t row_count, const PerCoreRate& rate,
+                       const cluster::CostModel& model, const cluster::SlurmProfile& profile,
+                       const std::vector<cluster::ExpectedLength>& lengths) {
+  std::vector<size_t> all(sweep.runs.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  std::printf("plan for sweep %s: %zu runs in %zu rows%s\n", sweep.name.c_str(), sweep.runs.size(),
+              row_count,
+              sweep.adaptive ? " (adaptive seeds: every row counted at its maximum)" : "");
+  std::printf("rate: %.2f GFLOP/s per core, %s\n", rate.flops / 1e9, rate.source.c_str());
+  std::printf("cluster: %ld cores per node, %.3g GB/s and %.3g us between nodes%s\n",
+              static_cast<long>(model.cores_per_node), profile.network_bandwidth,
+              profile.network_latency_us,
+              profile.source.empty() ? " (defaults; set them in a profile)"
+                                     : (" (" + profile.source + ")").c_str());
+  std::printf(
+      "steps: cap is train.steps; expected counts %s\n"
+      "a step's FLOPs are counted at half the longest allowed length\n\n",
+      cluster::describe_lengths(lengths, all).c_str());
+}
+
+// One line per row, then the sweep's totals: what it costs, and what is left of it.
+void print_costs(const config::Sweep& sweep, const std::vector<RowPlan>& rows,
+                 const cluster::CostModel& model, size_t declared_runs) {
+  std::printf("%-24s %5s %5s %8s %9s %11s %10s %11s %11s %11s\n", "row", "runs", "done", "cap",
+              "expected", "GFLOP/step", "params", "wall/run", "core-hours", "left");
+  double total_core_seconds = 0.0, total_flops = 0.0, left_core_seconds = 0.0;
+  double declared_core_seconds = 0.0;
+  int64_t completed = 0;
+  for (const RowPlan& row : rows) {
+    const cluster::StepCost one = cluster::step_cost(model, row.step_flops, 4.0 * row.params, 1);
+    const double cores = static_cast<double>(model.cores_per_node);
+    const double wall = one.total() * row.expected_steps;
+    const double core_seconds = wall * cores * static_cast<double>(row.runs);
+    const double left_seconds = one.total() * row.steps_left * cores;
+    total_core_seconds += core_seconds;
+    left_core_seconds += left_seconds;
+    declared_core_seconds += one.total() * row.declared_left * cores;
+    total_flops += row.step_flops * row.expected_steps * static_cast<double>(row.runs);
+    completed += row.completed;
+    std::printf("%-24s %5ld %5ld %8ld %9.0f %11.3f %10ld %11s %11.3g %11.3g\n", row.row.c_str(),
+                static_cast<long>(row.runs), static_cast<long>(row.completed),
+                static_cast<long>(row.cap), row.expected_steps, row.step_flops / 1e9,
+                static_cast<long>(row.params), duration(wall).c_str(), core_seconds / 3600,
+                left_seconds / 3600);
+  }
+  const double node_cores = static_cast<double>(model.cores_per_node);
+  std::printf(
+      "\ntotal: %.3g training FLOPs, %.3g core-hours; %s on one node of %ld cores, runs "
+      "one after another\n",
+      total_flops, total_core_seconds / 3600, duration(total_core_seconds / node_cores).c_str(),
+      static_cast<long>(model.cores_per_node));
+  if (completed == 0) return;
+  std::printf("left: %.3g core-hours (%ld of %zu runs complete); %s on one node of %ld cores\n",
+              left_core_seconds / 3600, static_cast<long>(completed), sweep.runs.size(),
+              duration(left_core_seconds / node_cores).c_str(),
+              static_cast<long>(model.cores_per_node));
+  if (sweep.adaptive) {
+    std::printf(
+        "      %.3g core-hours (%s on one node) of it in the %zu runs the seed rule has declared "
+        "so far; the rest runs only for rows it leaves unresolved\n",
+        declared_core_seconds / 3600, duration(declared_core_seconds / node_cores).c_str(),
+        declared_runs);
+  }
+}
+
+// Independent runs fill nodes with perfect efficiency; one run over many nodes pays the
+// allreduce, which is what the table shows for the first row.
+void print_node_scaling(const RowPlan& first, const cluster::CostModel& model) {
+  std::printf(
+      "\none run of %s spread over nodes (data parallel; runs of a sweep can instead "
+      "take one node each at full efficiency):\n",
+      first.row.c_str());
+  std::printf("%6s %12s %12s %11s %14s\n", "nodes", "compute s", "allreduce s", "efficiency",
+              "wall/run");
+  for (int64_t nodes = 1; nodes <= 64; nodes *= 2) {
+    const cluster::StepCost cost =
+        cluster::step_cost(model, first.step_flops, 4.0 * first.params, nodes);
+    std::printf("%6ld %12.4g %12.4g %10.1f%% %14s\n", static_cast<long>(nodes), cost.compute,
+                cost.comm, 100.0 * cost.efficiency,
+                duration(cost.total() * first.expected_steps).c_str());
+  }
+}
+
 int run_plan(const std::vector<std::string>& args) {
   po::options_description options("plan options");
   options.add_options()("file", po::value<std::string>(), "sweep YAML")(
@@ -141,176 +344,19 @@ int run_plan(const std::vector<std::string>& args) {
   const cluster::SlurmProfile profile = cluster::load_profile(
       values.count("profile") ? values["profile"].as<std::string>() : std::string(),
       strings(values, "profile-set"));
-  cluster::CostModel model;
-  model.cores_per_node =
-      profile.cores_per_node > 0 ? profile.cores_per_node : cluster::available_cores();
-  model.bandwidth = profile.network_bandwidth * 1e9;
-  model.latency = profile.network_latency_us * 1e-6;
-
-  // Every run's progress (nothing yet when the sweep has not run here) and the training rate its
-  // finished runs measured, from one read of each run file.
+  cluster::CostModel model = cost_model_of(profile);
   const std::string runs_dir =
       values.count("out") ? values["out"].as<std::string>() : sweep.runs.front().config.log.dir;
-  std::vector<cluster::RunProgress> progress(sweep.runs.size());
-  double measured_sum = 0.0;
-  int64_t measured_count = 0;
-  for (size_t i = 0; i < sweep.runs.size(); ++i) {
-    const fs::path log = fs::path(runs_dir) / sweep.name / sweep.runs[i].id / "run.h5";
-    if (!fs::exists(log)) continue;
-    try {
-      const io::RunContents contents = io::read_run(log.string());
-      progress[i] = progress_of(contents);
-      if (contents.status != io::RunStatus::completed) continue;
-      if (const auto measured = measured_rate(contents)) {
-        measured_sum += *measured;
-        ++measured_count;
-      }
-    } catch (const Error&) {
-      continue;  // a damaged log does not stop a plan
-    }
-  }
-
-  // The per-core rate: given, or from this sweep's logs, or from a calibration run.
-  std::string rate_source;
-  double rate = 0.0;
-  if (values.count("rate")) {
-    rate = values["rate"].as<double>() * 1e9;
-    if (!(rate > 0)) throw UsageError("--rate must be > 0");
-    rate_source = "given with --rate";
-  } else if (measured_count > 0) {
-    rate = measured_sum / static_cast<double>(measured_count);
-    rate_source =
-        "measured from " + std::to_string(measured_count) + " finished run(s) of this sweep";
-  } else {
-    const int64_t steps = values["calibration-steps"].as<int64_t>();
-    if (steps < 3) throw UsageError("--calibration-steps must be >= 3");
-    std::cout << "calibrating: " << steps << " steps of " << sweep.runs.front().name
-              << " on one core..." << std::endl;
-    rate = calibrate(sweep.runs.front().config, steps);
-    rate_source = "measured by a " + std::to_string(steps) + "-step run of " +
-                  sweep.runs.front().name + " on one core of this machine";
-  }
-  model.flops_per_core = rate;
-
-  const std::vector<cluster::ExpectedLength> lengths = cluster::expected_lengths(sweep, progress);
-  // Adaptive seeds: the runs the seed rule has declared so far, from the completed runs' results
-  // (the rest may never run).
-  std::set<const config::SweepRun*> declared;
-  if (sweep.adaptive) {
-    std::map<std::string, double> results;
-    for (size_t i = 0; i < sweep.runs.size(); ++i) {
-      if (progress[i].final_dev_ppl) results[sweep.runs[i].id] = *progress[i].final_dev_ppl;
-    }
-    for (const config::SweepRun* run : cluster::plan_seeds(sweep, results).runs) {
-      declared.insert(run);
-    }
-  }
-
-  // Per row: FLOPs of one step (counted_step_flops: at half the longest allowed length, which the
-  // output states), runs, steps.
-  std::vector<RowPlan> rows;
-  for (size_t i = 0; i < sweep.runs.size(); ++i) {
-    const config::SweepRun& run = sweep.runs[i];
-    const ExperimentConfig& c = run.config;
-    auto found =
-        std::find_if(rows.begin(), rows.end(), [&](const RowPlan& r) { return r.row == run.row; });
-    if (found == rows.end()) {
-      int64_t params = 0;
-      for (const ComponentCount& count : parameter_counts(c.model)) params += count.params;
-      RowPlan row;
-      row.row = run.row;
-      row.step_flops = counted_step_flops(c);
-      row.cap = c.train.steps;
-      row.params = params;
-      rows.push_back(row);
-      found = rows.end() - 1;
-    }
-    ++found->runs;
-    found->expected_steps += lengths[i].steps;
-    if (progress[i].status == "completed") {
-      ++found->completed;
-    } else {
-      const double left = std::max(0.0, lengths[i].steps - static_cast<double>(progress[i].step));
-      found->steps_left += left;
-      if (declared.count(&run)) found->declared_left += left;
-    }
-  }
-  int64_t completed = 0;
-  for (RowPlan& row : rows) {
-    row.expected_steps /= static_cast<double>(row.runs);
-    completed += row.completed;
-  }
-  std::vector<size_t> all(sweep.runs.size());
-  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-
-  std::printf("plan for sweep %s: %zu runs in %zu rows%s\n", sweep.name.c_str(), sweep.runs.size(),
-              rows.size(),
-              sweep.adaptive ? " (adaptive seeds: every row counted at its maximum)" : "");
-  std::printf("rate: %.2f GFLOP/s per core, %s\n", rate / 1e9, rate_source.c_str());
-  std::printf("cluster: %ld cores per node, %.3g GB/s and %.3g us between nodes%s\n",
-              static_cast<long>(model.cores_per_node), profile.network_bandwidth,
-              profile.network_latency_us,
-              profile.source.empty() ? " (defaults; set them in a profile)"
-                                     : (" (" + profile.source + ")").c_str());
-  std::printf(
-      "steps: cap is train.steps; expected counts %s\n"
-      "a step's FLOPs are counted at half the longest allowed length\n\n",
-      cluster::describe_lengths(lengths, all).c_str());
-  std::printf("%-24s %5s %5s %8s %9s %11s %10s %11s %11s %11s\n", "row", "runs", "done", "cap",
-              "expected", "GFLOP/step", "params", "wall/run", "core-hours", "left");
-  double total_core_seconds = 0.0, total_flops = 0.0, left_core_seconds = 0.0;
-  double declared_core_seconds = 0.0;
-  for (const RowPlan& row : rows) {
-    const cluster::StepCost one = cluster::step_cost(model, row.step_flops, 4.0 * row.params, 1);
-    const double cores = static_cast<double>(model.cores_per_node);
-    const double wall = one.total() * row.expected_steps;
-    const double core_seconds = wall * cores * static_cast<double>(row.runs);
-    const double left_seconds = one.total() * row.steps_left * cores;
-    total_core_seconds += core_seconds;
-    left_core_seconds += left_seconds;
-    declared_core_seconds += one.total() * row.declared_left * cores;
-    total_flops += row.step_flops * row.expected_steps * static_cast<double>(row.runs);
-    std::printf("%-24s %5ld %5ld %8ld %9.0f %11.3f %10ld %11s %11.3g %11.3g\n", row.row.c_str(),
-                static_cast<long>(row.runs), static_cast<long>(row.completed),
-                static_cast<long>(row.cap), row.expected_steps, row.step_flops / 1e9,
-                static_cast<long>(row.params), duration(wall).c_str(), core_seconds / 3600,
-                left_seconds / 3600);
-  }
-  const double node_cores = static_cast<double>(model.cores_per_node);
-  std::printf(
-      "\ntotal: %.3g training FLOPs, %.3g core-hours; %s on one node of %ld cores, runs "
-      "one after another\n",
-      total_flops, total_core_seconds / 3600, duration(total_core_seconds / node_cores).c_str(),
-      static_cast<long>(model.cores_per_node));
-  if (completed > 0) {
-    std::printf("left: %.3g core-hours (%ld of %zu runs complete); %s on one node of %ld cores\n",
-                left_core_seconds / 3600, static_cast<long>(completed), sweep.runs.size(),
-                duration(left_core_seconds / node_cores).c_str(),
-                static_cast<long>(model.cores_per_node));
-    if (sweep.adaptive) {
-      std::printf(
-          "      %.3g core-hours (%s on one node) of it in the %zu runs the seed rule has declared "
-          "so far; the rest runs only for rows it leaves unresolved\n",
-          declared_core_seconds / 3600, duration(declared_core_seconds / node_cores).c_str(),
-          declared.size());
-    }
-  }
-  // Independent runs fill nodes with perfect efficiency; one run over many nodes pays the
-  // allreduce, which is what the table shows for the first row.
-  const RowPlan& first = rows.front();
-  std::printf(
-      "\none run of %s spread over nodes (data parallel; runs of a sweep can instead "
-      "take one node each at full efficiency):\n",
-      first.row.c_str());
-  std::printf("%6s %12s %12s %11s %14s\n", "nodes", "compute s", "allreduce s", "efficiency",
-              "wall/run");
-  for (int64_t nodes = 1; nodes <= 64; nodes *= 2) {
-    const cluster::StepCost cost =
-        cluster::step_cost(model, first.step_flops, 4.0 * first.params, nodes);
-    std::printf("%6ld %12.4g %12.4g %10.1f%% %14s\n", static_cast<long>(nodes), cost.compute,
-                cost.comm, 100.0 * cost.efficiency,
-                duration(cost.total() * first.expected_steps).c_str());
-  }
+  const SweepLogs logs = read_sweep_logs(sweep, runs_dir);
+  const PerCoreRate rate = per_core_rate(values, logs, sweep);
+  model.flops_per_core = rate.flops;
+  const std::vector<cluster::ExpectedLength> lengths =
+      cluster::expected_lengths(sweep, logs.progress);
+  const std::set<const config::SweepRun*> declared = declared_runs(sweep, logs.progress);
+  const std::vector<RowPlan> rows = row_plans(sweep, logs.progress, lengths, declared);
+  print_assumptions(sweep, rows.size(), rate, model, profile, lengths);
+  print_costs(sweep, rows, model, declared.size());
+  print_node_scaling(rows.front(), model);
   return kExitOk;
 }
 

@@ -12,7 +12,6 @@
 #include <map>
 
 #include "core/app/cli.h"
-#include "core/app/cmd_status.h"
 #include "core/app/step_flops.h"
 #include "core/cluster/adaptive_seeds.h"
 #include "core/cluster/environment.h"
@@ -22,6 +21,7 @@
 #include "core/cluster/provenance.h"
 #include "core/cluster/records.h"
 #include "core/cluster/run_length.h"
+#include "core/cluster/run_progress.h"
 #include "core/cluster/sbatch.h"
 #include "core/cluster/slurm.h"
 #include "core/config/config.h"
@@ -34,10 +34,6 @@
 namespace attnlab::cli {
 namespace {
 namespace fs = std::filesystem;
-
-// A sweep whose runs were stopped exits as a stopped `attnlab train` does: rerunning resumes.
-static_assert(cluster::kExitStopped == kExitPreempted,
-              "the launchers read the trainer's exit code");
 
 void print_runs(const config::Sweep& sweep) {
   size_t width = 4, group_width = 5;
@@ -155,7 +151,7 @@ int launch_local(const config::Sweep& sweep, const std::vector<const config::Swe
   options.cores = cores;
   options.max_parallel = values["max-parallel"].as<int64_t>();
   options.live = isatty(STDOUT_FILENO) != 0;
-  options.progress = read_run_progress;
+  options.progress = cluster::read_run_progress;
   std::cout << "running " << local.size() << " runs here on " << cores << " cores"
             << (options.max_parallel > 0
                     ? ", at most " + std::to_string(options.max_parallel) + " at once"
@@ -176,7 +172,7 @@ int launch_local(const config::Sweep& sweep, const std::vector<const config::Swe
   if (!result.preempted.empty() || result.interrupted) {
     std::cerr << "attnlab sweep: stopped; " << result.preempted.size()
               << " run(s) checkpointed. Rerun the same command to resume.\n";
-    return cluster::kExitStopped;
+    return kExitStopped;  // as a stopped `attnlab train`: rerunning resumes
   }
   return kExitOk;
 }
@@ -293,14 +289,14 @@ int launch_sweep(const config::Sweep& sweep, const std::string& runs_dir,
   // Each run's file read once: it decides both whether its config is written and whether it runs.
   std::vector<cluster::RunProgress> progress;
   for (const config::SweepRun& run : sweep.runs) {
-    progress.push_back(read_run_progress((sweep_dir / run.id).string()));
+    progress.push_back(cluster::read_run_progress((sweep_dir / run.id).string()));
   }
   for (size_t i = 0; i < sweep.runs.size(); ++i) {
     const config::SweepRun& run = sweep.runs[i];
     fs::create_directories(sweep_dir / run.id);
     // A completed run's directory stays as it ran: its config.yaml is what trained it (run.h5
     // holds the same), not this binary's rendering with keys added since.
-    if (progress[i].status == "completed") continue;
+    if (progress[i].state == cluster::RunState::kCompleted) continue;
     ExperimentConfig resolved = run.config;
     config::make_paths_absolute(resolved, here);
     write_file_atomically((sweep_dir / run.id / "config.yaml").string(),
@@ -360,7 +356,7 @@ std::map<std::string, double> completed_results(const config::Sweep& sweep,
                                                 const fs::path& sweep_dir) {
   std::map<std::string, double> results;
   for (const config::SweepRun& run : sweep.runs) {
-    const cluster::RunProgress progress = read_run_progress((sweep_dir / run.id).string());
+    const cluster::RunProgress progress = cluster::read_run_progress((sweep_dir / run.id).string());
     if (progress.final_dev_ppl) results[run.id] = *progress.final_dev_ppl;
   }
   return results;

@@ -5,6 +5,7 @@
 
 #include "core/app/cli.h"
 #include "core/config/suggest.h"
+#include "core/util/exit_code.h"
 
 namespace {
 
@@ -16,13 +17,13 @@ void print_help(std::ostream& out) {
   for (const auto& [name, command] : attnlab::cli::commands()) {
     out << "  " << name << std::string(width + 2 - name.size(), ' ') << command.summary << "\n";
   }
-  out << "\nexit codes: 0 ok, 1 runtime failure, 2 usage or config error, 3 stopped after a "
-         "checkpoint (train, sweep: run the same command again to resume)\n";
+  out << "\n" << attnlab::exit_code_help();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  using namespace attnlab;
   using namespace attnlab::cli;
   const std::vector<std::string> words(argv + 1, argv + argc);
   if (words.empty()) {

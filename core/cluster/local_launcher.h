@@ -13,15 +13,16 @@
 
 #include "core/cluster/plan.h"
 #include "core/cluster/process.h"
+#include "core/util/exit_code.h"
 
 namespace attnlab::cluster {
 
 // <run dir>/last_exit: the exit code of the run's last launch (local or Slurm), removed when it
 // starts again; a crash before run.h5 exists still leaves the run marked failed.
 inline constexpr const char* kLastExitFile = "last_exit";
-// The trainer's exit code after a stop request (it checkpointed); last_exit also records it for a
-// run that a stop request killed before it could checkpoint. Either way a rerun resumes the run.
-inline constexpr int kExitStopped = 3;
+// kExitStopped (core/util/exit_code.h) is the trainer's exit code after a stop request (it
+// checkpointed); last_exit also records it for a run that a stop request killed before it could
+// checkpoint. Either way a rerun resumes the run.
 
 struct LocalRun {
   std::string id;

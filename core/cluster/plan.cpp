@@ -31,10 +31,10 @@ const char* to_string(Decision decision) {
 }
 
 Decision decide(const RunProgress& progress, const std::string& slurm_state, bool retry_failed) {
-  if (progress.status == "completed") return Decision::kSkipCompleted;
+  if (progress.state == RunState::kCompleted) return Decision::kSkipCompleted;
   if (slurm_state_active(slurm_state)) return Decision::kSkipActive;
   if (progress.alive) return Decision::kSkipRunning;
-  const bool failed = progress.status == "failed" || slurm_state_failed(slurm_state);
+  const bool failed = progress.state == RunState::kFailed || slurm_state_failed(slurm_state);
   if (failed && !retry_failed) return Decision::kSkipFailed;
   return Decision::kLaunch;
 }

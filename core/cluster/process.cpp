@@ -14,6 +14,7 @@
 #include <map>
 
 #include "core/util/check.h"
+#include "core/util/exit_code.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
 
@@ -47,13 +48,13 @@ struct ExecArgs {
   }
 };
 
-// In the child: default signal mask, then exec; 127 if exec fails.
+// In the child: default signal mask, then exec; kExitCannotStart if exec fails.
 [[noreturn]] void exec_child(const ExecArgs& args) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   if (!args.path.empty()) execve(args.path.c_str(), args.argv.data(), args.envp.data());
-  _exit(127);
+  _exit(kExitCannotStart);
 }
 
 }  // namespace
@@ -86,7 +87,7 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
   const ExecArgs args(argv, {});
   CommandResult result;
   if (args.path.empty()) {
-    result.exit_code = 127;
+    result.exit_code = kExitCannotStart;
     result.err = argv[0] + ": command not found";
     return result;
   }
@@ -101,7 +102,7 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
-    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(kExitCannotStart);
     exec_child(args);
   }
   close(out_pipe[1]);

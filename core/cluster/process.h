@@ -13,9 +13,10 @@ namespace attnlab::cluster {
 using Environment = std::vector<std::pair<std::string, std::string>>;
 
 struct CommandResult {
-  int exit_code = -1;  // the exit status; 128 + signal when killed; 127 when it could not start
-  std::string out;     // standard output
-  std::string err;     // standard error
+  int exit_code =
+      -1;  // the exit status; 128 + signal when killed; kExitCannotStart when it could not start
+  std::string out;  // standard output
+  std::string err;  // standard error
   bool timed_out = false;
 };
 

@@ -21,7 +21,7 @@ struct RowTotals {
 // Adds `progress` to its row's totals when the run completed.
 void add_completed(std::map<std::string, RowTotals>& totals, const std::string& row,
                    const RunProgress& progress) {
-  if (progress.status != "completed" || progress.step <= 0) return;
+  if (progress.state != RunState::kCompleted || progress.step <= 0) return;
   RowTotals& total = totals[row];
   total.steps += static_cast<double>(progress.step);
   ++total.runs;
@@ -43,7 +43,7 @@ std::vector<ExpectedLength> expected_lengths(const config::Sweep& sweep,
   int64_t fraction_count = 0;
   for (size_t i = 0; i < sweep.runs.size(); ++i) {
     const config::SweepRun& run = sweep.runs[i];
-    if (progress[i].status != "completed" || progress[i].step <= 0) continue;
+    if (progress[i].state != RunState::kCompleted || progress[i].step <= 0) continue;
     if (!run.config.train.may_stop_sooner()) continue;
     add_completed(row_steps, run.row, progress[i]);
     if (run.config.train.steps > 0) {
@@ -118,7 +118,7 @@ TimeLeft time_left(const std::vector<std::pair<std::string, RunProgress>>& runs)
   for (const auto& [row, progress] : runs) add_completed(rows, row, progress);
   TimeLeft left;
   for (const auto& [row, progress] : runs) {
-    if (progress.status == "completed") continue;
+    if (progress.state == RunState::kCompleted) continue;
     const auto found = rows.find(row);
     if (found == rows.end() || found->second.timed == 0) {
       ++left.unestimated;

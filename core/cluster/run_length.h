@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cluster/plan.h"
+#include "core/cluster/run_progress.h"
 #include "core/config/sweep.h"
 
 namespace attnlab::cluster {

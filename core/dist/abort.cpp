@@ -18,7 +18,7 @@ std::atomic<Comm*> terminate_comm{nullptr};
 
 [[noreturn]] void abort_job_on_terminate() {
   const std::string reason = "uncaught exception: " + describe_current_exception();
-  if (Comm* comm = terminate_comm.load()) comm->abort(kFailureExitCode, reason);
+  if (Comm* comm = terminate_comm.load()) comm->abort(kExitFailure, reason);
   std::fprintf(stderr, "attnlab: %s\n", reason.c_str());
   std::abort();
 }
@@ -47,9 +47,9 @@ int run_or_abort(Comm& comm, const std::function<int()>& body) {
     return body();
   } catch (...) {
     const std::string message = "error: " + describe_current_exception();
-    if (comm.size() > 1) comm.abort(kFailureExitCode, message);
+    if (comm.size() > 1) comm.abort(kExitFailure, message);
     std::fprintf(stderr, "attnlab: %s\n", message.c_str());
-    return kFailureExitCode;
+    return kExitFailure;
   }
 }
 

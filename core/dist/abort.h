@@ -27,7 +27,7 @@
 //     return attnlab::dist::run_or_abort(*comm, [&] { return run_command(argc, argv, *comm); });
 //   }                                        // abort_on_terminate, then comm (MPI_Finalize)
 //
-// With one rank, run_or_abort prints the error and returns kFailureExitCode so destructors run
+// With one rank, run_or_abort prints the error and returns kExitFailure so destructors run
 // (files are closed cleanly); with several ranks it aborts the job with that code.
 #pragma once
 
@@ -35,14 +35,13 @@
 #include <string>
 
 #include "core/dist/comm.h"
+#include "core/util/exit_code.h"
 
 namespace attnlab::dist {
 
-constexpr int kFailureExitCode = 1;
-
 // Runs body and returns its exit code. If body throws: with comm.size() == 1 prints
-// "attnlab: error: <what>" and returns kFailureExitCode; with more ranks calls
-// comm.abort(kFailureExitCode, "error: <what>"), which ends every rank.
+// "attnlab: error: <what>" and returns kExitFailure; with more ranks calls
+// comm.abort(kExitFailure, "error: <what>"), which ends every rank.
 int run_or_abort(Comm& comm, const std::function<int()>& body);
 
 // While alive, std::terminate aborts the job through `comm` with the uncaught exception's

@@ -153,7 +153,7 @@ void MpiComm::complete(void* started, const char* call) {
                     "%s (collective %ld of this rank) has waited %.0f s, more than the %g s of "
                     "cluster.collective_timeout: ",
                     call, static_cast<long>(h.collectives), waited, h.timeout);
-      abort(kFailureExitCode, text + silent);
+      abort(kExitFailure, text + silent);
     }
     if (waited > 1.0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }

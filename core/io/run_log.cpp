@@ -21,26 +21,6 @@
 
 namespace attnlab::io {
 
-const char* to_string(RunStatus status) {
-  switch (status) {
-    case RunStatus::running: return "running";
-    case RunStatus::completed: return "completed";
-    case RunStatus::failed: return "failed";
-    case RunStatus::preempted: return "preempted";
-  }
-  return "unknown";
-}
-
-RunStatus parse_run_status(const std::string& text) {
-  for (RunStatus status :
-       {RunStatus::running, RunStatus::completed, RunStatus::failed, RunStatus::preempted}) {
-    if (text == to_string(status)) return status;
-  }
-  CHECK(false) << "unknown run status '" << text
-               << "' (expected running, completed, failed or preempted)";
-  return RunStatus::failed;
-}
-
 namespace {
 
 std::string host_name() {
@@ -138,7 +118,7 @@ void write_new_run(const std::string& path, const RunInfo& info, const ConfigEnt
   root.set_int("seed", info.seed);
   root.set_string("run_id", info.run_id);
   root.set_string("sweep_id", info.sweep_id);
-  root.set_string("status", to_string(RunStatus::running));
+  root.set_string("status", run_status_names().name(RunStatus::running));
   root.set_string("config_yaml", info.config_yaml);
   root.set_string("command_line", info.command_line);
 
@@ -228,7 +208,7 @@ RunLog RunLog::resume(const std::string& path, int64_t step) {
     diagnostics.emplace(metric, std::move(series));
   }
   if (repairs.size() != repairs_before) root.set_strings(kRepairsAttribute, repairs);
-  root.set_string("status", to_string(RunStatus::running));
+  root.set_string("status", run_status_names().name(RunStatus::running));
   file.flush();
   auto state = std::make_unique<State>(std::move(file), std::move(train), std::move(eval));
   state->diagnostics = std::move(diagnostics);
@@ -313,6 +293,10 @@ void RunLog::set_summary(const std::string& name, const std::string& value) {
   state_->file.flush();
 }
 
+void RunLog::set_stop_reason(StopReason reason) {
+  set_summary(kStopReasonKey, stop_reason_names().name(reason));
+}
+
 void RunLog::set_attention_probe(const std::string& probe,
                                  const std::vector<std::string>& source_tokens,
                                  const std::vector<std::string>& target_tokens) {
@@ -376,11 +360,17 @@ void RunLog::write_head_statistics(const std::string& group, const HeadStatistic
 
 void RunLog::set_status(RunStatus status) {
   require_free_space(state_->file.path(), kStatusReserve, "the run's status");
-  state_->file.root().set_string("status", to_string(status));
+  state_->file.root().set_string("status", run_status_names().name(status));
   state_->file.flush();
 }
 
 // ---- reading ------------------------------------------------------------------------------
+
+std::optional<StopReason> RunContents::stop_reason() const {
+  const auto found = summary_texts.find(kStopReasonKey);
+  if (found == summary_texts.end()) return std::nullopt;
+  return stop_reason_names().parse(found->second);
+}
 
 const std::vector<double>& SeriesData::column(const std::string& name) const {
   auto found = std::find(columns.begin(), columns.end(), name);
@@ -418,7 +408,7 @@ RunContents read_run_in_process(const std::string& path) {
   info.git_commit = root.get_string("git_commit");
   info.created = root.get_string("created");
   info.host = root.get_string("host");
-  run.status = parse_run_status(root.get_string("status"));
+  run.status = run_status_names().parse(root.get_string("status"));
 
   h5::Group config = root.group("config");
   for (const std::string& key : config.attribute_names()) {

@@ -17,11 +17,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/io/h5.h"
+#include "core/io/run_state.h"
 #include "core/model/attention_stack.h"
 #include "core/tensor/tensor.h"
 
@@ -31,11 +33,6 @@ inline constexpr const char* kRunSchema = "attnlab-run";
 inline constexpr int64_t kRunSchemaVersion = 1;
 // Root attribute: one line per repair a resume made (a dropped interrupted series definition).
 inline constexpr const char* kRepairsAttribute = "repairs";
-
-enum class RunStatus { running, completed, failed, preempted };
-const char* to_string(RunStatus status);
-// Throws an Error for anything but the four names.
-RunStatus parse_run_status(const std::string& text);
 
 // The root attributes that describe a run. Empty text fields marked "filled in" take the value
 // of this build or machine when the file is created.
@@ -104,6 +101,8 @@ class RunLog {
   // /summary attributes (replacing any earlier value of the same name).
   void set_summary(const std::string& name, double value);
   void set_summary(const std::string& name, const std::string& value);
+  // /summary stop_reason.
+  void set_stop_reason(StopReason reason);
 
   // Attention of a probe sentence `probe` ("probe_0"): its tokens, then one (H,rows,cols) map per
   // stack and layer whose rows and cols match the token counts (see AttentionStack). Rewriting a
@@ -147,6 +146,10 @@ struct RunContents {
   // are not in train/eval. A resume drops them and records it in `repairs`.
   std::vector<std::string> damaged;
   std::vector<std::string> repairs;  // the root attribute `repairs`
+
+  // /summary stop_reason; nullopt when the run has not stopped yet. A name outside the table is
+  // an Error naming the value and the names expected.
+  std::optional<StopReason> stop_reason() const;
 };
 
 // Reads a run file (read only, without a lock: works while the run writes it). Series hold their

@@ -46,7 +46,7 @@ void interrupt(int) {
         "\nattnlab: second interrupt: quitting now (rerun to resume from "
         "the newest checkpoint)\n";
     (void)!write(STDERR_FILENO, kQuit, sizeof(kQuit) - 1);
-    _exit(130);
+    _exit(kExitInterrupted);
   }
   constexpr char kStop[] =
       "\nattnlab: interrupt: stopping after this step with a checkpoint "
@@ -192,7 +192,9 @@ void write_dev_attention(Trainer& trainer, io::RunLog& log, int64_t step) {
 struct FinalParameters {
   std::string description;  // "newest (step 800)", "best (step 600)", "average of steps ..."
   int64_t step = 0;         // the step of the parameters (the newest one when averaged)
-  bool averaged = false;    // not the parameters of any one evaluation
+  io::FinalCheckpoint kind = io::FinalCheckpoint::kNewest;
+  // Not the parameters of any one evaluation.
+  bool averaged() const { return kind == io::FinalCheckpoint::kAverage; }
 };
 
 FinalParameters load_final_parameters(Trainer& trainer, const std::string& dir, bool lead) {
@@ -203,9 +205,11 @@ FinalParameters load_final_parameters(Trainer& trainer, const std::string& dir, 
   if (eval.checkpoint == "best" && best_step > 0 && best_step != trainer.step()) {
     if (lead)
       read_checkpoint_params(best_checkpoint_path(dir), model.table(), model.params().data());
-    chosen = {"best (step " + std::to_string(best_step) + ")", best_step};
+    chosen = {"best (step " + std::to_string(best_step) + ")", best_step,
+              io::FinalCheckpoint::kBest};
   } else if (eval.checkpoint == "best") {
     chosen.description = "best (step " + std::to_string(trainer.step()) + ", the newest)";
+    chosen.kind = io::FinalCheckpoint::kBest;
   } else if (eval.average_last >= 1) {
     std::string steps;
     if (lead) {
@@ -217,7 +221,7 @@ FinalParameters load_final_parameters(Trainer& trainer, const std::string& dir, 
     }
     chosen.description =
         "average of " + std::to_string(eval.average_last) + " (steps " + steps + ")";
-    chosen.averaged = true;
+    chosen.kind = io::FinalCheckpoint::kAverage;
   } else {
     return chosen;
   }
@@ -236,7 +240,7 @@ void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last) {
   log.set_summary("steps", static_cast<double>(trainer.step()));
   log.set_summary("train_tokens", static_cast<double>(trainer.tokens_seen()));
   log.set_summary("train_seconds", trainer.train_seconds());
-  log.set_summary("stop_reason", to_string(trainer.stop_reason()));
+  log.set_stop_reason(trainer.stop_reason());
   log.set_summary("epochs", trainer.data().epochs());
   const StopState& stopping = trainer.stopping().state();
   if (stopping.best_step > 0) {
@@ -451,8 +455,9 @@ void finish_run(RunReporting& reporting) {
     std::fprintf(
         stderr,
         "attnlab: stopped by %s at step %ld (%.2f epochs); best dev loss %.4f at step %ld\n",
-        to_string(trainer.stop_reason()), static_cast<long>(trainer.step()),
-        trainer.data().epochs(), stopping.best_loss, static_cast<long>(stopping.best_step));
+        io::stop_reason_names().name(trainer.stop_reason()).c_str(),
+        static_cast<long>(trainer.step()), trainer.data().epochs(), stopping.best_loss,
+        static_cast<long>(stopping.best_step));
   }
   fault_point("final_checkpoint");
   // The evaluation of the last step is reused when it scored those very parameters; a run
@@ -463,7 +468,7 @@ void finish_run(RunReporting& reporting) {
   const EvalRow& last_eval = reporting.last_eval;
   EvalRow final_eval = last_eval;
   if (final_parameters.step != trainer.step() || last_eval.step != trainer.step() ||
-      final_parameters.averaged ||
+      final_parameters.averaged() ||
       (final_bleu && last_eval.bleu < 0 && trainer.data().has_text())) {
     final_eval = trainer.evaluate(true, final_bleu);
     final_eval.step = final_parameters.step;
@@ -473,17 +478,33 @@ void finish_run(RunReporting& reporting) {
   io::RunLog& log = *reporting.log;
   write_summary(trainer, log, final_eval);
   log.set_summary("final_checkpoint", final_parameters.description);
+  log.set_summary("final_checkpoint_kind",
+                  io::final_checkpoint_names().name(final_parameters.kind));
+  log.set_summary("final_checkpoint_step", static_cast<double>(final_parameters.step));
   write_attention_probes(trainer, log);
   write_dev_attention(trainer, log, final_parameters.step);
   fault_point("summary");
   log.set_status(io::RunStatus::completed);
   std::printf("run %s completed (%s): dev ppl %.4f from the %s parameters", reporting.dir.c_str(),
-              to_string(trainer.stop_reason()), final_eval.ppl,
+              io::stop_reason_names().name(trainer.stop_reason()).c_str(), final_eval.ppl,
               final_parameters.description.c_str());
   if (final_eval.accuracy >= 0)
     std::printf(", exact-match accuracy %.2f%%", 100.0 * final_eval.accuracy);
   if (final_eval.bleu >= 0) std::printf(", dev BLEU %.2f", final_eval.bleu);
   std::printf("\nlog: %s/run.h5\n", reporting.dir.c_str());
+}
+
+// An error ended training: the run's status says failed and /summary failure says why, for
+// `attnlab status`. The error itself goes on to the caller; a second one while recording it (a
+// full disk) is reported here and does not replace it.
+void record_failure(io::RunLog& log, const std::string& what) {
+  try {
+    log.set_status(io::RunStatus::failed);
+    log.set_summary(io::kFailureKey, what);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "attnlab: warning: could not record the failure in %s: %s\n",
+                 log.path().c_str(), error.what());
+  }
 }
 
 // A value turned non-finite: the run fails at once. Rank 0 marks the newest checkpoint (written
@@ -501,8 +522,8 @@ int record_non_finite(Trainer& trainer, const std::string& dir, io::RunLog* log,
       where_to_resume = "the last finite checkpoint is " + kept + " (kept), where a rerun resumes";
       log->set_summary("last_finite_step", static_cast<double>(steps.back()));
     }
-    log->set_summary("stop_reason", to_string(StopReason::kNonFinite));
-    log->set_summary("failure", "non-finite value at " + trainer.non_finite());
+    log->set_stop_reason(StopReason::kNonFinite);
+    log->set_summary(io::kFailureKey, "non-finite value at " + trainer.non_finite());
     log->set_summary("last_finite_checkpoint", kept);
     log->set_status(io::RunStatus::failed);
     std::fprintf(stderr,
@@ -513,7 +534,7 @@ int record_non_finite(Trainer& trainer, const std::string& dir, io::RunLog* log,
   // The other ranks wait until the failure is recorded: a launcher that ends every rank when one
   // exits non-zero must not cut rank 0's writes short.
   comm.barrier();
-  return dist::kFailureExitCode;
+  return kExitFailure;
 }
 
 }  // namespace
@@ -549,7 +570,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
                   start.dir.c_str());
       if (request.after_completion) request.after_completion(start.dir);
     }
-    return 0;
+    return kExitOk;
   }
   if (lead) {
     fs::create_directories(start.dir + "/ckpt");
@@ -576,7 +597,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   try {
     outcome = trainer.run(callbacks);
   } catch (...) {
-    if (log) log->set_status(io::RunStatus::failed);
+    if (log) record_failure(*log, dist::describe_current_exception());
     throw;
   }
   progress.finish();
@@ -584,7 +605,7 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     return record_non_finite(trainer, start.dir, log.get(), comm);
   if (outcome == TrainOutcome::kPreempted) {
     if (lead) {
-      log->set_summary("stop_reason", to_string(StopReason::kPreempted));
+      log->set_stop_reason(StopReason::kPreempted);
       log->set_status(io::RunStatus::preempted);
       std::fprintf(stderr, "attnlab: stopped at step %ld after a checkpoint; rerun to resume\n",
                    static_cast<long>(trainer.step()));
@@ -592,11 +613,11 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
     // No rank leaves before the lead has recorded the stop: a launcher that ends the whole step
     // when one task exits non-zero (srun --kill-on-bad-exit) must not cut that short.
     comm.barrier();
-    return kExitPreempted;
+    return kExitStopped;
   }
   finish_run(reporting);
   if (lead && request.after_completion) request.after_completion(start.dir);
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace attnlab

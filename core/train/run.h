@@ -7,12 +7,9 @@
 
 #include "core/config/experiment.h"
 #include "core/dist/comm.h"
+#include "core/util/exit_code.h"
 
 namespace attnlab {
-
-// Exit codes of `attnlab train` besides 0 (completed) and the CLI's 1 and 2.
-inline constexpr int kExitPreempted =
-    3;  // stopped by SIGTERM/SIGUSR1 after a checkpoint: rerun resumes
 
 struct RunRequest {
   ExperimentConfig config;
@@ -28,11 +25,12 @@ struct RunRequest {
 };
 
 // Trains (or resumes, or skips a completed run) and returns the process exit code:
-// 0 completed or already completed, kExitPreempted when stopped by a signal.
+// kExitOk completed or already completed, kExitStopped when stopped by a signal after a
+// checkpoint (core/util/exit_code.h).
 int run_training(const RunRequest& request, dist::Comm& comm);
 
 // Installs SIGTERM/SIGUSR1 handlers that ask the trainer to stop after the current step, and a
-// SIGINT handler that does the same the first time and quits at once (exit 130) the second.
+// SIGINT handler that does the same the first time and quits at once (kExitInterrupted) the second.
 void install_stop_signals();
 
 }  // namespace attnlab

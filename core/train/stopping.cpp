@@ -4,17 +4,6 @@
 
 namespace attnlab {
 
-const char* to_string(StopReason reason) {
-  switch (reason) {
-    case StopReason::kSteps: return "steps";
-    case StopReason::kPatience: return "patience";
-    case StopReason::kEpochs: return "epochs";
-    case StopReason::kPreempted: return "preempted";
-    case StopReason::kNonFinite: return "non_finite";
-  }
-  return "?";
-}
-
 Observation StoppingRule::observe(int64_t step, double dev_loss) {
   // A NaN loss is never a best or a gain, so a diverged run runs out of patience.
   Observation seen;

@@ -15,11 +15,12 @@
 #include <string>
 
 #include "core/config/experiment.h"
+#include "core/io/run_state.h"
 
 namespace attnlab {
 
-enum class StopReason { kSteps, kPatience, kEpochs, kPreempted, kNonFinite };
-const char* to_string(StopReason reason);
+// Why training ended, as the run log records it (core/io/run_state.h).
+using io::StopReason;
 
 struct StopState {
   double best_loss = std::numeric_limits<double>::infinity();  // lowest dev loss so far

@@ -21,7 +21,7 @@ config::SweepRun make_run(const std::string& row, int64_t cap, int64_t patience)
 RunProgress completed_at(int64_t step) {
   RunProgress progress;
   progress.exists = true;
-  progress.status = "completed";
+  progress.state = RunState::kCompleted;
   progress.step = step;
   return progress;
 }
@@ -32,7 +32,7 @@ TEST(RunLength, RunsWithAStopRuleTrainAsLongAsTheCompletedRunsOfTheirRowOrSweep)
                 make_run("b", 4000, 5), make_run("b", 4000, 5), make_run("c", 1000, 0)};
   RunProgress running;
   running.exists = true;
-  running.status = "running";
+  running.state = RunState::kRunning;
   running.step = 900;
   const std::vector<RunProgress> progress = {completed_at(400),  completed_at(600), running,
                                              completed_at(1000), RunProgress{},     RunProgress{}};
@@ -77,7 +77,7 @@ TEST(RunLength, TimeLeftIsTheRowsMeanTimeLessWhatARunHasDone) {
   };
   RunProgress halfway;
   halfway.exists = true;
-  halfway.status = "preempted";
+  halfway.state = RunState::kPreempted;
   halfway.step = 500;
   const TimeLeft left = time_left({{"a", completed(800, 100.0)},
                                    {"a", completed(1200, 300.0)},

@@ -55,10 +55,10 @@ TEST(SlurmStates, Classes) {
   }
 }
 
-RunProgress with_status(const std::string& status) {
+RunProgress with_status(const std::string& state) {
   RunProgress progress;
   progress.exists = true;
-  progress.status = status;
+  progress.state = run_state_names().parse(state);
   return progress;
 }
 
@@ -80,7 +80,7 @@ TEST(Plan, Decisions) {
   EXPECT_EQ(decide(with_status("preempted"), "TIMEOUT", false), Decision::kSkipFailed);
   EXPECT_EQ(decide(none, "CANCELLED", false), Decision::kLaunch);
   RunProgress crashed_before_its_log;  // no run.h5, but its last launch exited 1
-  crashed_before_its_log.status = "failed";
+  crashed_before_its_log.state = RunState::kFailed;
   EXPECT_EQ(decide(crashed_before_its_log, "", false), Decision::kSkipFailed);
   EXPECT_EQ(decide(crashed_before_its_log, "", true), Decision::kLaunch);
 }

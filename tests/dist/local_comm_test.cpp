@@ -156,7 +156,7 @@ TEST(RunOrAbort, OneRankPrintsTheErrorAndReturnsFailure) {
   testing::internal::CaptureStderr();
   const int code = run_or_abort(comm, []() -> int { throw Error("corpus.de: no such file"); });
   const std::string printed = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(code, kFailureExitCode);
+  EXPECT_EQ(code, kExitFailure);
   EXPECT_EQ(printed, "attnlab: error: corpus.de: no such file\n");
 }
 
@@ -198,7 +198,7 @@ TEST(AbortOnTerminateDeathTest, UncaughtExceptionEndsTheProcessWithItsMessage) {
         AbortOnTerminate guard(comm);
         call_noexcept(throw_nan_error);
       },
-      testing::ExitedWithCode(kFailureExitCode), "attnlab: uncaught exception: nan in layer 3");
+      testing::ExitedWithCode(kExitFailure), "attnlab: uncaught exception: nan in layer 3");
 }
 
 }  // namespace

@@ -479,9 +479,29 @@ TEST(RunLog, ResumeRefusesFilesThatAreNotAttnlabRuns) {
 TEST(RunLog, StatusNamesRoundTrip) {
   for (RunStatus status :
        {RunStatus::running, RunStatus::completed, RunStatus::failed, RunStatus::preempted}) {
-    EXPECT_EQ(parse_run_status(to_string(status)), status);
+    EXPECT_EQ(run_status_names().parse(run_status_names().name(status)), status);
   }
-  expect_error([] { parse_run_status("done"); }, {"unknown run status 'done'"});
+  expect_error([] { run_status_names().parse("done"); },
+               {"status 'done' must be one of running | completed | failed | preempted"});
+}
+
+// The stop reason is written and read back as the enum; the names are the ones earlier builds
+// wrote as text (the committed run logs under docs/results say "steps", "patience", ...).
+TEST(RunLog, StopReasonIsTyped) {
+  test::TempDir dir;
+  const std::string path = dir.file("run.h5");
+  EXPECT_EQ(stop_reason_names().choices(), "steps | patience | epochs | preempted | non_finite");
+  {
+    RunLog log = RunLog::create(path, sample_info(), {});
+    EXPECT_FALSE(read_run(path).stop_reason().has_value());
+    log.set_stop_reason(StopReason::kPatience);
+  }
+  EXPECT_EQ(read_run(path).stop_reason(), StopReason::kPatience);
+  EXPECT_EQ(read_run(path).summary_texts.at("stop_reason"), "patience");
+  { RunLog::resume(path, 0).set_summary("stop_reason", "tired"); }
+  const RunContents run = read_run(path);
+  expect_error([&] { (void)run.stop_reason(); },
+               {"stop_reason 'tired' must be one of steps | patience"});
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ from test_translate_cli import attnlab_in, make_workdir
 sys.path.insert(0, str(ROOT))
 
 from analysis import figures  # noqa: E402
+from analysis.errors import AnalysisError  # noqa: E402
 from analysis.source_attention import dev_cross_attention  # noqa: E402
 
 
@@ -131,6 +132,17 @@ def test_older_runs_give_it_from_eval_on_the_final_parameters_only():
     assert dev_cross_attention(run("best (step 40)", step=30)) is None
     assert dev_cross_attention(run("newest (step 40)", step=40, average_last=5)) is None
     assert dev_cross_attention(run("average of 5 (steps 20, 40)", step=40)) is None
+    # Logs with the typed attributes say the same without prose; an unknown kind is an error.
+    def typed(kind, final_step, **decoding):
+        data = run("", **decoding)
+        data.summary = {"final_checkpoint_kind": kind, "final_checkpoint_step": final_step}
+        return data
+    assert dev_cross_attention(typed("best", 40, step=40)) == 0.4
+    assert dev_cross_attention(typed("newest", 40, step=40)) == 0.4
+    assert dev_cross_attention(typed("newest", 40, step=30)) is None
+    assert dev_cross_attention(typed("average", 40, step=40)) is None
+    with pytest.raises(AnalysisError, match="final_checkpoint_kind 'last'"):
+        dev_cross_attention(typed("last", 40, step=40))
     # The run's own measurement wins.
     own = run("best (step 40)", step=40)
     own.summary["dev_cross_attention_entropy"] = 0.7

@@ -78,6 +78,10 @@ def test_a_diverging_run_fails_at_the_first_non_finite_step_and_keeps_its_last_c
     shown = run_attnlab(attnlab, "inspect", out).stdout
     assert "status           failed" in shown
     assert "failure          non-finite value at step 4: " in shown
+    # status names the failure from run.h5 (/summary failure), not a line picked from the log.
+    status = run_attnlab(attnlab, "status", out).stdout
+    assert "    failure: non-finite value at step 4: " in status, status
+    assert "    last: " not in status, status
 
 
 def test_a_failure_before_any_checkpoint_says_so(attnlab, tmp_path):

@@ -118,9 +118,9 @@ def test_data_other_than_the_scored_is_refused(scored, tmp_path):
     lines[3] = "Otra cosa completamente distinta."
     (other / "test.es").write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = make_page(scored, data=other)
-    assert result.returncode == 1
+    assert result.returncode == 2  # bad input (analysis.errors)
     assert "hyp.test.txt" in result.stderr and "stored" in result.stderr
     (other / "test.es").write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")
     result = make_page(scored, data=other)
-    assert result.returncode == 1
+    assert result.returncode == 2  # bad input (analysis.errors)
     assert "84 references" in result.stderr

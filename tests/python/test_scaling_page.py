@@ -9,8 +9,9 @@ bench-scaling` runs it, `/usr/bin/python3 bench/scaling.py --render-only` rewrit
 the committed files."""
 
 import difflib
-import importlib.util
 import statistics
+import sys
+import types
 
 import pandas as pd
 import pytest
@@ -22,10 +23,14 @@ REGENERATE = "/usr/bin/python3 bench/scaling.py --render-only"
 
 @pytest.fixture(scope="module")
 def scaling():
-    spec = importlib.util.spec_from_file_location("scaling", ROOT / "bench" / "scaling.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The modules of bench/scaling.py this checks: what it measures (scaling_config), its runs
+    and `attnlab plan`'s predictions (scaling_runs), its raw files and page (scaling_page)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import scaling_config
+    import scaling_page
+    import scaling_runs
+    return types.SimpleNamespace(**{**vars(scaling_config), **vars(scaling_runs),
+                                    **vars(scaling_page)})
 
 
 def diff(page, fresh, name):

@@ -209,6 +209,7 @@ def test_patience_stops_at_the_step_the_dev_losses_say_and_keeps_the_best(attnla
     assert s["steps"] == stop_step
     assert s["best_step"] == best_step
     assert s["final_checkpoint"] == f"best (step {best_step})"
+    assert (s["final_checkpoint_kind"], s["final_checkpoint_step"]) == ("best", best_step)
     # The final evaluation scored the best parameters: its loss is the best evaluation's.
     assert s["final_dev_loss"] == pytest.approx(losses[list(steps).index(best_step)], rel=1e-9)
     with h5py.File(out / "ckpt" / "best.h5", "r") as f:
@@ -443,7 +444,8 @@ def test_several_ranks_asked_for_but_started_alone_is_a_usage_error(attnlab, tmp
 
 SUMMARY_KEYS = ("steps", "train_tokens", "final_dev_loss", "final_dev_nll", "final_dev_ppl",
                 "final_dev_accuracy", "stop_reason", "best_step", "best_dev_loss", "epochs",
-                "final_checkpoint", "params", "train_flops")
+                "final_checkpoint", "final_checkpoint_kind", "final_checkpoint_step", "params",
+                "train_flops")
 
 
 @pytest.mark.parametrize("stage", ["last_step", "final_checkpoint", "final_evaluation",
