@@ -20,7 +20,7 @@ import time
 if __package__ in (None, ""):  # run as a file (python3 analysis/report.py): the checkout's root
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from analysis import figures, html_page, render  # noqa: E402
+from analysis import figures, html_page, render, width_effects  # noqa: E402
 from analysis.conclusions import conclusion_lines, discussion_lines  # noqa: E402
 from analysis.errors import AnalysisError, report_error  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
@@ -147,6 +147,8 @@ def write_report(args):
     if not args.no_figures and "md" in args.format:  # the PNGs are report.md's figures
         figure_files, figure_notes = figures.all_figures(
             sweep, out, _attention_rows(sweep, args.attention))
+        # Block A across widths needs the table's effects, not only the runs.
+        figure_files += width_effects.heads_across_widths(table, out)[0]
     if "csv" in args.format:
         render.write_csv(table, out / "table.csv")
         render.runs_frame(sweep).to_csv(out / "runs.csv", index=False, float_format="%.10g")
