@@ -8,7 +8,7 @@ import math
 
 from analysis import stats
 from analysis.convergence import STATUSES
-from analysis.table import TESTS
+from analysis.table import VERDICT_P
 
 
 def _p(value):
@@ -76,7 +76,7 @@ def conclusion_lines(sweep, table):
         f" or the row it names ({', '.join(others)}: the same change at another width)"
         if others else "")
     lines = [f"One line per ablation, against {against}: the verdict on dev "
-             f"PPL (higher or lower: {family}-adjusted, {TESTS[table.test]}, below "
+             f"PPL (higher or lower: {VERDICT_P[table.test].format(family=family)} below "
              f"{table.alpha}; level: TOST within "
              f"±{table.margin_pct:g}% of PPL, adjusted the same way, below {table.alpha}; "
              "inconclusive: neither; failed: a run failed to learn), the effect as the ratio of "

@@ -170,9 +170,15 @@ def looks(sweep):
 # difference. welch: Welch's alone, for a design whose seeds the permutation test cannot resolve
 # (3 against 3 seeds: its smallest p is 2/20 = 0.1, above any alpha; the report states the
 # floor); the permutation p is still computed and shown.
+# Each test's p in the methods' words ("p is ...") and in the conclusions' ("higher or lower: ...").
 TESTS = {
-    "welch+permutation": "the larger of Welch's and the exact permutation test's p",
+    "welch+permutation": "the larger of the two",
     "welch": "Welch's p (the exact permutation test's is shown beside it, not used)",
+}
+VERDICT_P = {
+    "welch+permutation": "the {family}-adjusted p of the more conservative of Welch's and the "
+                         "exact permutation test",
+    "welch": "the {family}-adjusted Welch p (the exact permutation test's is shown, not used)",
 }
 
 
@@ -382,8 +388,11 @@ def _trend(sweep, records, metrics):
     if not any(np.isfinite(r.get(f"paper_{m.name}", math.nan))
                for r in records for m in paper_metrics):
         return ["Trend check: the sweep gives no paper values, so there is nothing to compare."]
+    reference = ("its reference row included: base, or the row a block is compared with, which "
+                 "takes the paper's base value"
+                 if any(row.versus for row in sweep.rows) else "base row included")
     lines = ["Trend check: Kendall tau-b between our means and the paper's values within each "
-             "block (its reference row included: base, or the row a block is compared with, which takes the paper's base value; +1 = same order, -1 = reversed), and within each setting "
+             f"block ({reference}; +1 = same order, -1 = reversed), and within each setting "
              "a block varies when it varies several. Rows that failed to learn are left out "
              "(their numbers measure a model that did not learn the task) and named:"]
     for group, keys in _blocks(sweep).items():
@@ -432,7 +441,8 @@ def _method_lines(sweep, metrics, tests_used, records, multiplicity, margin_pct,
             tested = sum(np.isfinite(r.get(f"{metric.name}_p", math.nan)) for r in records)
             lines.append(f"{metric.label}: Welch's t-test (scipy, unequal variances, two-sided) "
                          "and an exact permutation test (scipy, every split of the pooled seeds, "
-                         "|mean difference|) of the row's seeds against its reference's; p is "
+                         "|mean difference|) of the row's seeds against "
+                         f"{'its reference' if others else 'base'}'s; p is "
                          f"{TESTS[test]}{spent}; p adj. is {family}-adjusted over the {tested} "
                          f"comparisons of {metric.label} in this table (statsmodels).")
     pairs = _seed_counts(records)

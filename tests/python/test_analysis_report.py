@@ -174,7 +174,8 @@ def test_the_welch_test_option_uses_welchs_p_and_says_so(sweep_dir, tmp_path):
     copy = copy_sweep(sweep_dir, tmp_path)
     assert report_main([str(copy), "--no-figures", "--test", "welch"]) == 0
     text = (copy / "report" / "report.md").read_text()
-    assert "Welch's p (the exact permutation test's is shown beside it, not used), below" in text
+    assert ("higher or lower: the Holm-adjusted Welch p (the exact permutation test's is shown, "
+            "not used) below 0.05") in text
 
 
 def test_trend_splits_a_block_by_the_settings_its_rows_change():
