@@ -1,8 +1,10 @@
 // Command registry, shared options and error reporting for the attnlab executable.
 #include "core/app/cli.h"
 
+#include <cmath>
 #include <exception>
 #include <iostream>
+#include <sstream>
 
 #include "core/config/config.h"
 #include "core/dist/abort.h"
@@ -15,6 +17,26 @@ namespace {
 std::map<std::string, Command>& registry() {
   static std::map<std::string, Command> commands;
   return commands;
+}
+
+// Where a failed check is in the source, on a line of its own when ATTNLAB_DEBUG is set.
+void print_debug_line(const std::string& prefix, const std::exception& error) {
+  const std::string line = debug_line(error);
+  if (!line.empty()) std::cerr << prefix << line << "\n";
+}
+
+// A number option given as nan or inf (which Boost reads as numbers) would switch a rule off or
+// make it meaningless in silence ("--max-ratio nan" drops nothing); a negative one is no count,
+// ratio or rate either.
+void check_numbers(const po::variables_map& values, const std::string& command) {
+  for (const auto& [name, value] : values) {
+    const auto* number = boost::any_cast<double>(&value.value());
+    if (number == nullptr || (std::isfinite(*number) && *number >= 0)) continue;
+    std::ostringstream message;
+    message << "--" << name << " " << *number << ": expected a finite number >= 0 (see attnlab "
+            << command << " --help)";
+    throw UsageError(message.str());
+  }
 }
 
 }  // namespace
@@ -56,6 +78,7 @@ bool parse(const std::string& command, const std::string& usage,
       return false;
     }
     po::notify(values);
+    check_numbers(values, command);
   } catch (const po::error& error) {
     throw UsageError(std::string(error.what()) + " (see attnlab " + command + " --help)");
   }
@@ -76,9 +99,11 @@ int run_reporting_errors(const Command& command, const std::vector<std::string>&
     return kExitUsage;
   } catch (const ConfigError& error) {
     std::cerr << prefix << error.what() << "\n";
+    print_debug_line(prefix, error);
     return kExitUsage;
-  } catch (const std::exception&) {
+  } catch (const std::exception& error) {
     std::cerr << prefix << dist::describe_current_exception() << "\n";  // names bad_alloc
+    print_debug_line(prefix, error);
     return kExitFailure;
   }
 }

@@ -404,7 +404,7 @@ def test_mismatched_line_counts_name_both_files_and_counts(attnlab, tmp_path):
     ([], ("en", "en"), "--src-lang and --tgt-lang must differ"),
     ([], ("en", "d/e"), "letters, digits, - and _ only"),
     (["--max-ratio", "0.5"], ("en", "de"), "--max-ratio"),
-    (["--max-ratio", "nan"], ("en", "de"), "--max-length and --max-ratio must be finite numbers"),
+    (["--max-ratio", "nan"], ("en", "de"), "--max-ratio nan: expected a finite number >= 0"),
     (["--dev-size", "0"], ("en", "de"), "--dev-size must be at least 1"),
     (["--slice"], ("en", "de"), "--slice is not an option of data text"),
 ])
