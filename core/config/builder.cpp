@@ -9,6 +9,7 @@
 #include "core/config/options.h"
 #include "core/config/rules.h"
 #include "core/config/suggest.h"
+#include "core/util/utf8.h"
 
 namespace attnlab::config {
 namespace fs = std::filesystem;
@@ -119,9 +120,14 @@ void ConfigBuilder::add_set(const std::string& assignment) {
     std::string hint = is_section(key) ? " ('" + key + "' is a section; set one of its keys)" : "";
     fail(where, "unknown key '" + key + "'" + (hint.empty() ? suggestion(key) : hint));
   }
+  const std::string text = assignment.substr(equals + 1);
+  if (const int64_t bad = find_invalid_utf8(text); bad >= 0) {
+    fail("--set " + key, "invalid UTF-8 at byte offset " + std::to_string(bad) +
+                             " of the value; values must be UTF-8 text");
+  }
   YAML::Node value;
   try {
-    value = YAML::Load(assignment.substr(equals + 1));
+    value = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     fail(where, "value is not valid YAML: " + e.msg);
   }
@@ -184,6 +190,19 @@ void ConfigBuilder::add_file_chain(const std::string& path, const std::string& i
          "the command line, not from a base file");
   }
   walk(root, path, "", true, sweep, seen);
+}
+
+void ConfigBuilder::add_text(const std::string& text, const std::string& name) {
+  const YAML::Node root = load_yaml_text(text, name);
+  if (root.IsNull()) return;
+  if (!root.IsMap()) fail(location(name, root), "expected a mapping of keys at the top");
+  if (root["base"]) {
+    fail(location(name, root["base"]),
+         "base: names files relative to a file; a config held in memory (a run's stored "
+         "config) is resolved and has no base");
+  }
+  std::map<std::string, std::string> seen;
+  walk(root, name, "", true, nullptr, seen);
 }
 
 void ConfigBuilder::add_map(const YAML::Node& map, const std::string& file,

@@ -23,6 +23,8 @@ class ConfigBuilder {
   // Applies the file at `path` after its base chain. Returns its top-level `sweep:` node, which is
   // accepted only when allow_sweep (otherwise it is an error); a null node if absent.
   YAML::Node add_file(const std::string& path, bool allow_sweep = false);
+  // Applies YAML text held in memory, named `name` in messages (no base: chain, no sweep:).
+  void add_text(const std::string& text, const std::string& name);
   // Applies "key=value" (value parsed as YAML).
   void add_set(const std::string& assignment);
   // Applies every key of `map` (nested sections or dotted keys) read from `file`, below `prefix`.

@@ -38,6 +38,12 @@ ExperimentConfig load(const std::string& file, const std::vector<std::string>& s
   return load(std::vector<std::string>{file}, sets);
 }
 
+ExperimentConfig load_text(const std::string& yaml, const std::string& name) {
+  ConfigBuilder builder;
+  builder.add_text(yaml, name);
+  return builder.finish();
+}
+
 void validate(const ExperimentConfig& config) {
   // Each key's own type and range: re-read its shown value through the same parser as a file.
   ExperimentConfig copy = config;

@@ -27,6 +27,9 @@ namespace config {
 ExperimentConfig load(const std::vector<std::string>& files,
                       const std::vector<std::string>& sets = {});
 ExperimentConfig load(const std::string& file, const std::vector<std::string>& sets = {});
+// The same for YAML text held in memory (a run's stored config_yaml); errors name `name`
+// ("runs/x/run.h5 (attribute config_yaml):3:5: ...") in place of a file.
+ExperimentConfig load_text(const std::string& yaml, const std::string& name);
 
 // Checks the rules `load` checks on a config built in code; errors name the key, not a file.
 void validate(const ExperimentConfig& config);

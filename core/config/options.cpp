@@ -340,7 +340,9 @@ std::vector<Option> build_options() {
               "longest sentence in tokens; longer pairs are skipped and counted"),
 
       integer(ATTNLAB_FIELD(train.batch_tokens), 1, kMaxBatchTokens,
-              "source + target tokens per global batch (approximate)"),
+              "source + target tokens per global batch (approximate); at least one pair of the "
+              "longest length: 2 x data.max_length (corpus), 2 x (data.synthetic.max_length + 1) "
+              "(synthetic tasks)"),
       integer(ATTNLAB_FIELD(train.accumulate), 1, kMaxAccumulate,
               "batches whose gradients are summed per update"),
       integer(

@@ -75,6 +75,25 @@ std::optional<RuleViolation> check_fixed_budget(const ExperimentConfig& c) {
   return std::nullopt;
 }
 
+// A batch of train.batch_tokens must hold one pair of the longest length a run keeps, as
+// fairseq's --max-tokens must hold its longest sentence: a smaller budget would make every batch
+// one sentence (synthetic tasks) or refuse the data at start (a corpus). The count is the one the
+// batchers use: source + target tokens, eos/bos included (a corpus pads both sides to at most
+// data.max_length; a synthetic pair is at most data.synthetic.max_length + 1 on each side).
+std::optional<RuleViolation> check_batch_holds_longest_pair(const ExperimentConfig& c) {
+  const bool corpus = !synthetic(c.data);
+  const int64_t length = corpus ? c.data.max_length : c.data.synthetic.max_length;
+  const int64_t longest_pair = corpus ? 2 * length : 2 * (length + 1);
+  if (c.train.batch_tokens >= longest_pair) return std::nullopt;
+  const std::string length_key = corpus ? "data.max_length" : "data.synthetic.max_length";
+  return RuleViolation{
+      {"train.batch_tokens", length_key},
+      concat("train.batch_tokens is ", c.train.batch_tokens, ", below its minimum ", longest_pair,
+             ": a batch must hold one pair of the longest length (", length_key, " ", length,
+             corpus ? " on each side" : " plus eos on each side",
+             "); raise train.batch_tokens or lower ", length_key)};
+}
+
 }  // namespace
 
 std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
@@ -147,6 +166,7 @@ std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
                  ") so that the embedding table covers the shared vocabulary")};
     }
   }
+  if (std::optional<RuleViolation> batch = check_batch_holds_longest_pair(c)) return batch;
   const LrConfig& lr = c.train.lr;
   if (lr.schedule == LrSchedule::Kind::kNoam && lr.warmup < 1) {
     return RuleViolation{{"train.lr.warmup", "train.lr.schedule"},

@@ -369,6 +369,14 @@ Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section,
         run.seed = run.config.seed;
         run.row = name.substr(0, name.size() - 1);
         run.name = name + "seed" + std::to_string(run.seed);
+        // Checked here, before a manifest or a run exists: the name becomes the run's link under
+        // <sweep>/names/ and its directory name with `attnlab train`.
+        if (const std::string problem = path_name_problem(run.name); !problem.empty()) {
+          fail(row.where, "run name of row '" + (row.name.empty() ? sweep.name : row.name) + "' (" +
+                              std::to_string(run.name.size()) + " bytes: " +
+                              "the row's name, its grid values and the seed): " + problem +
+                              "; shorten the row's name");
+        }
         run.config.name = run.name;
         run.group = row.group;
         run.paper = row.paper;

@@ -1,11 +1,14 @@
 // load_yaml_file: yaml-cpp behind limits on size, depth, expanded size and duplicate keys.
 #include "core/config/yaml.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "core/config/config.h"
+#include "core/util/utf8.h"
 
 namespace attnlab::config {
 namespace {
@@ -97,26 +100,73 @@ class DocumentCounter : public YAML::EventHandler {
   YAML::Mark second_ = YAML::Mark::null_mark();
 };
 
+// The key path ("model.norm", "sweep.rows[2].name") of the scalar a byte offset of the file falls
+// in or after: the last key or value that starts at or before it.
+struct KeyAtOffset {
+  size_t offset = 0;
+  size_t best = 0;
+  bool found = false;
+  std::string key;
+
+  void visit(const YAML::Node& node, const std::string& path) {
+    if (node.IsScalar() || node.IsNull()) {
+      const YAML::Mark mark = node.Mark();
+      if (mark.is_null() || mark.pos < 0) return;
+      const auto pos = static_cast<size_t>(mark.pos);
+      if (pos <= offset && (!found || pos >= best)) {
+        best = pos;
+        found = true;
+        key = path;
+      }
+    } else if (node.IsSequence()) {
+      size_t index = 0;
+      for (const YAML::Node& item : node) {
+        visit(item, path + "[" + std::to_string(index++) + "]");
+      }
+    } else if (node.IsMap()) {
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        const YAML::Node key_node = it->first;
+        const YAML::Node value = it->second;
+        const std::string name = key_node.IsScalar() ? key_node.Scalar() : "?";
+        std::string child = path;
+        if (!child.empty()) child += '.';
+        child += name;
+        visit(key_node, child);
+        visit(value, child);
+      }
+    }
+  }
+};
+
+// YAML text is Unicode (YAML 1.2, 5.2); yaml-cpp passes other bytes through, and a string key
+// holding them would reach the run log's UTF-8 attributes, which readers then cannot decode.
+// The error names the file, the line and column, the byte offset and, when the text parsed
+// (`root` is then its checked tree), the key the byte is in.
+ConfigError utf8_error(const std::string& path, const std::string& text, size_t offset,
+                       const YAML::Node& root) {
+  const auto before = text.begin() + static_cast<std::ptrdiff_t>(offset);
+  const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), before, '\n'));
+  const size_t line_start = offset == 0 ? std::string::npos : text.rfind('\n', offset - 1);
+  const size_t column = line_start == std::string::npos ? offset + 1 : offset - line_start;
+  std::string in_key;
+  KeyAtOffset finder;
+  finder.offset = offset;
+  finder.visit(root, "");
+  if (finder.found && !finder.key.empty()) in_key = " in key '" + finder.key + "'";
+  char byte[8];
+  std::snprintf(byte, sizeof(byte), "0x%02X", static_cast<unsigned char>(text[offset]));
+  return ConfigError(path + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                     ": invalid UTF-8 at byte offset " + std::to_string(offset) + " (byte " + byte +
+                     ")" + in_key + "; a YAML file must be UTF-8 text");
+}
+
 ConfigError syntax_error(const std::string& path, const YAML::Exception& error) {
   return ConfigError(path + ":" + std::to_string(error.mark.line + 1) + ":" +
                      std::to_string(error.mark.column + 1) + ": YAML syntax error: " + error.msg);
 }
 
-}  // namespace
-
-YAML::Node load_yaml_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot read the file (no such file?)");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  if (text.size() > kMaxYamlBytes) {
-    throw ConfigError(path + ": " + std::to_string(text.size()) + " bytes, more than the " +
-                      std::to_string(kMaxYamlBytes) + " a YAML file of attnlab may hold");
-  }
-  if (text.find('\0') != std::string::npos) {
-    throw ConfigError(path + ": holds a NUL byte: not a YAML text file");
-  }
+// One document, parsed and walked under the limits of load_yaml_file.
+YAML::Node parse_checked(const std::string& text, const std::string& path) {
   YAML::Node root;
   try {
     std::istringstream stream(text);
@@ -137,6 +187,35 @@ YAML::Node load_yaml_file(const std::string& path) {
   }
   size_t nodes = 0;
   check_node(root, path, text, 0, nodes);
+  return root;
+}
+
+}  // namespace
+
+YAML::Node load_yaml_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot read the file (no such file?)");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return load_yaml_text(buffer.str(), path);
+}
+
+YAML::Node load_yaml_text(const std::string& text, const std::string& path) {
+  if (text.size() > kMaxYamlBytes) {
+    throw ConfigError(path + ": " + std::to_string(text.size()) + " bytes, more than the " +
+                      std::to_string(kMaxYamlBytes) + " a YAML file of attnlab may hold");
+  }
+  if (text.find('\0') != std::string::npos) {
+    throw ConfigError(path + ": holds a NUL byte: not a YAML text file");
+  }
+  const int64_t bad_utf8 = find_invalid_utf8(text);
+  YAML::Node root;
+  try {
+    root = parse_checked(text, path);
+  } catch (const ConfigError&) {
+    if (bad_utf8 < 0) throw;  // otherwise the encoding is the error to report, without a key
+  }
+  if (bad_utf8 >= 0) throw utf8_error(path, text, static_cast<size_t>(bad_utf8), root);
   return root;
 }
 

@@ -29,7 +29,11 @@ inline constexpr int kMaxYamlDepth = 64;
 inline constexpr size_t kMaxYamlNodes = 200000;
 // Quoted scalars are unterminated-quote-checked too: yaml-cpp reads `name: "abc` to the end of
 // the file as a string.
+// Text that is not valid UTF-8 is refused with the byte offset and the key it is in.
 YAML::Node load_yaml_file(const std::string& path);
+// The same checks on YAML text held in memory (a run log's stored config); `path` names where the
+// text came from in messages ("runs/x/run.h5 (attribute config_yaml)").
+YAML::Node load_yaml_text(const std::string& text, const std::string& path);
 
 // True when `node` is a scalar the file marks as text: quoted ("4", '4') or tagged !!str 4.
 // Such a value never becomes a number or a boolean.

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/util/utf8.h"  // find_invalid_utf8, for the callers that check lines
+
 namespace attnlab {
 
 struct ParallelText {
@@ -48,9 +50,5 @@ ParallelText read_parallel_text(const std::string& src_path, const std::string& 
 std::vector<std::string> read_bleu_lines(std::istream& in, const std::string& name);
 // The same for the file at `path`; also an Error when it is not a regular file or cannot be opened.
 std::vector<std::string> read_bleu_lines(const std::string& path);
-
-// Byte offset of the first invalid UTF-8 sequence in `text`, or -1 when it is valid. Rejects
-// overlong forms, surrogates (U+D800..U+DFFF) and code points above U+10FFFF.
-int64_t find_invalid_utf8(const std::string& text);
 
 }  // namespace attnlab

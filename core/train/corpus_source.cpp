@@ -2,12 +2,8 @@
 // translating evaluation sets with a trained run's model.
 #include "core/train/corpus_source.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
 
 #include "core/config/config.h"
@@ -213,23 +209,8 @@ ExperimentConfig load_run_config(const std::string& run_dir) {
                          << "run.h5";
   const std::string text = io::read_run(log.string()).info.config_yaml;
   CHECK(!text.empty()) << log.string() << " stores no config_yaml";
-  // config::load reads files: the stored YAML goes through a private temporary file.
-  std::string path = (fs::temp_directory_path() / "attnlab-config-XXXXXX").string();
-  const int fd = ::mkstemp(path.data());
-  CHECK(fd >= 0) << "cannot create a temporary file for the config of " << log.string();
-  ::close(fd);
-  {
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-  }
-  try {
-    ExperimentConfig config = config::load(path);
-    fs::remove(path);
-    return config;
-  } catch (...) {
-    fs::remove(path);
-    throw;
-  }
+  // Parsed from memory, so that an error names the run's file and attribute.
+  return config::load_text(text, log.string() + " (attribute config_yaml)");
 }
 
 RunModel load_run_model(const std::string& run_dir, int64_t average, bool best) {

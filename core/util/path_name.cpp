@@ -18,7 +18,9 @@ std::string path_name_problem(const std::string& name) {
            ", not a directory inside it";
   }
   if (name.size() > kMaxPathNameLength) {
-    return "longer than " + std::to_string(kMaxPathNameLength) + " characters";
+    return "longer than " + std::to_string(kMaxPathNameLength) +
+           " bytes, the limit of a name (files named after it, with their suffixes, stay within "
+           "the 255 bytes a file name may have)";
   }
   for (char ch : name) {
     if (!allowed(ch)) {

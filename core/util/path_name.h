@@ -8,7 +8,7 @@
 namespace attnlab {
 
 // Letters, digits and . _ - + = ; not empty, not starting with '.', at most kMaxPathNameLength
-// bytes.
+// bytes: half of NAME_MAX (255), so that files named after a name with a suffix fit too.
 constexpr size_t kMaxPathNameLength = 128;
 
 // Why `name` cannot be a single directory name ("" when it can), e.g. "'..' would leave the

@@ -242,3 +242,48 @@ TEST(ConfigReference, ListsEveryKeyWithTypeAndDefault) {
 
 }  // namespace
 }  // namespace attnlab
+
+namespace attnlab {
+namespace {
+
+// Text that is not UTF-8 never reaches a run log (whose string attributes are UTF-8): refused
+// from --set as from a file (the file cases are in broken/invalid_utf8_*.yaml).
+TEST(ConfigEncoding, SetValuesMustBeUtf8) {
+  try {
+    config::load(std::vector<std::string>{}, {"name=run-\xff"});
+    FAIL() << "loaded without error";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "--set name: invalid UTF-8 at byte offset 4 of the value; values must be UTF-8 text");
+  }
+  EXPECT_EQ(config::load(std::vector<std::string>{}, {"name=caf\xc3\xa9"}).name, "caf\xc3\xa9");
+}
+
+// A config held in memory (a run's stored config_yaml) is named in errors as its caller says,
+// with the line and column in that text.
+TEST(ConfigText, ErrorsNameTheTextsSource) {
+  const std::string name = "runs/x/run.h5 (attribute config_yaml)";
+  EXPECT_EQ(config::load_text("name: a\nmodel: {heads: 4}\n", name).model.heads, 4);
+  try {
+    config::load_text("name: a\nmodel: {haeds: 4}\n", name);
+    FAIL() << "loaded without error";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              name + ":2:9: unknown key 'model.haeds' (did you mean 'model.heads'?)");
+  }
+  try {
+    config::load_text("name: a\nmodel: {heads: 4\n", name);
+    FAIL() << "loaded without error";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()).rfind(name + ":", 0), 0u) << error.what();
+  }
+  try {
+    config::load_text("base: other.yaml\n", name);
+    FAIL() << "loaded without error";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()).rfind(name + ":1:7: base:", 0), 0u) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace attnlab

@@ -196,6 +196,15 @@ TEST(SweepErrors, VersusMustNameARowComparedWithBaseAndFixedSeeds) {
                 "as {min, max}) compare every row with the base row; give a list of seeds");
 }
 
+TEST(SweepErrors, ARunNameTooLongForAFileNameIsRefusedBeforeAnyRun) {
+  const std::string row(300, 'r');
+  EXPECT_EQ(error_of(kData + "row_name_too_long.yaml"),
+            kData + "row_name_too_long.yaml:6:7: run name of row '" + row +
+                "' (306 bytes: the row's name, its grid values and the seed): longer than 128 " +
+                "bytes, the limit of a name (files named after it, with their suffixes, stay " +
+                "within the 255 bytes a file name may have); shorten the row's name");
+}
+
 TEST(SweepManifest, ListsEveryRunAndIsWrittenAtomically) {
   config::Sweep sweep = config::expand(kData + "rows_grid_sweep.yaml");
   const std::string text = config::manifest_yaml(sweep);
