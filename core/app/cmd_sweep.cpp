@@ -29,6 +29,7 @@
 #include "core/train/run.h"
 #include "core/util/build_info.h"
 #include "core/util/clock.h"
+#include "core/util/dir_lock.h"
 #include "core/util/files.h"
 
 namespace attnlab::cli {
@@ -479,10 +480,18 @@ int run_sweep(const std::vector<std::string>& args) {
   }
   const std::string runs_dir =
       values.count("out") ? values["out"].as<std::string>() : sweep.runs.front().config.log.dir;
+  const fs::path sweep_dir = fs::absolute(fs::path(runs_dir) / sweep.name).lexically_normal();
+  // One `attnlab sweep` per sweep directory, before its manifest is written: two at once would
+  // launch the same runs twice into one train.log each, and both fail on the runs the other holds.
+  fs::create_directories(sweep_dir);
+  const DirectoryLock sweep_lock(
+      sweep_dir.string(),
+      "one `attnlab sweep` per sweep at a time; it launches and resumes every run, so wait for it "
+      "(attnlab status " +
+          sweep_dir.string() + " shows its progress), or stop it first");
   if (!sweep.adaptive) return launch_sweep(sweep, runs_dir, values);
   // Adaptive seeds: declare the runs the results so far call for, run them, and plan again
   // until the plan stops growing (locally), or leave the next round to the next `sweep`.
-  const fs::path sweep_dir = fs::absolute(fs::path(runs_dir) / sweep.name).lexically_normal();
   size_t declared = 0;
   for (;;) {
     const cluster::SeedPlan plan = cluster::plan_seeds(sweep, completed_results(sweep, sweep_dir));

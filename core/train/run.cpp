@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 
@@ -284,6 +286,20 @@ struct RunStart {
 void inspect_run_directory(const RunRequest& request, RunStart& start) {
   const std::string log_path = start.dir + "/run.h5";
   fs::create_directories(start.dir);
+  // A run directory that cannot be written (a read-only mount, an archive, no permission): a
+  // completed run has nothing to write, so it is "nothing to do" without the lock, which needs a
+  // writable lock file; anything else is refused here, before any write fails half-way.
+  if (::access(start.dir.c_str(), W_OK) != 0 && (errno == EROFS || errno == EACCES)) {
+    const std::string reason = std::strerror(errno);
+    if (!request.force && fs::exists(log_path) &&
+        io::read_run(log_path).status == io::RunStatus::completed) {
+      start.kind = StartKind::kAlreadyCompleted;
+      return;
+    }
+    throw Error(start.dir + " cannot be written (" + reason + ")" +
+                (request.force ? "" : " and holds no completed run") +
+                ": training writes its run log and checkpoints there; give a writable --out");
+  }
   start.locks.push_back(std::make_unique<DirectoryLock>(start.dir));
   if (!fs::exists(log_path)) return;
   // A log that cannot be read, in a directory with an intact checkpoint, is kept aside; the run
