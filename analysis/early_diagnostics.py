@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from analysis.errors import AnalysisError, report_error
+from analysis.errors import AnalysisError, command_line, report_error
 from analysis.runfile import read_labeled_runs
 
 CROSS = "decoder_cross."
@@ -75,6 +75,7 @@ def table(runs, steps):
     return lines
 
 
+@command_line("analysis.early_diagnostics")
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="LABEL=RUN_DIR (a run trained with "

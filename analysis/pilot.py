@@ -21,7 +21,7 @@ if __package__ in (None, ""):
 import numpy as np  # noqa: E402
 
 from analysis import plotting  # noqa: E402
-from analysis.errors import AnalysisError, report_error  # noqa: E402
+from analysis.errors import AnalysisError, command_line, report_error  # noqa: E402
 from analysis.plotting import plt  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
 from analysis.sweep import load_sweep  # noqa: E402
@@ -139,6 +139,7 @@ def pilot_arguments(module, description, example, argv, stages=False):
     return parser.parse_args(argv)
 
 
+@command_line("analysis.pilot")
 def main(argv=None):
     args = pilot_arguments("pilot", "The learning-rate pilot's table and choice.",
                            "runs/pilot-lr", argv)

@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis import plotting  # noqa: E402
-from analysis.errors import AnalysisError, report_error  # noqa: E402
+from analysis.errors import AnalysisError, command_line, report_error  # noqa: E402
 from analysis.plotting import plt  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
 from analysis.pilot import pilot_arguments  # noqa: E402
@@ -237,6 +237,7 @@ def load_stages(first, longer):
     return sweeps, frame, evaluation, int(next(iter(warmups)))
 
 
+@command_line("analysis.pilot_budget")
 def main(argv=None):
     args = pilot_arguments("pilot_budget", "The fixed-budget pilot's table and choice.",
                            "runs/pilot-budget", argv, stages=True)

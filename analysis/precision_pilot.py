@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis import plotting  # noqa: E402
-from analysis.errors import AnalysisError, report_error  # noqa: E402
+from analysis.errors import AnalysisError, command_line, report_error  # noqa: E402
 from analysis.plotting import plt  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
 from analysis.sweep import load_sweep  # noqa: E402
@@ -140,6 +140,7 @@ def markdown(sweep, table, frame, notes=None):
     return "\n".join(lines) + "\n"
 
 
+@command_line("analysis.precision_pilot")
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m analysis.precision_pilot",
                                      description="fp32 against bf16 dev-loss curves.")

@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-from analysis.errors import AnalysisError, report_error
+from analysis.errors import AnalysisError, command_line, report_error
 from analysis.runfile import read_labeled_runs
 from analysis.sweep import load_sweep
 
@@ -146,6 +146,7 @@ def runs_table(runs):
             + [f"| {label} | " + _run_cells(*run_summary(data)) for label, data in runs])
 
 
+@command_line("analysis.rate_cuts")
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="+", metavar="SWEEP_DIR | LABEL=RUN_DIR",

@@ -22,7 +22,7 @@ if __package__ in (None, ""):  # run as a file (python3 analysis/report.py): the
 
 from analysis import figures, html_page, render, width_effects  # noqa: E402
 from analysis.conclusions import conclusion_lines, discussion_lines  # noqa: E402
-from analysis.errors import AnalysisError, report_error  # noqa: E402
+from analysis.errors import AnalysisError, command_line, report_error  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
 from analysis.stats import MULTIPLICITY  # noqa: E402
 from analysis.sweep import load_runs, load_sweep  # noqa: E402
@@ -131,6 +131,9 @@ def _attention_rows(sweep, choice):
 
 def write_report(args):
     """Writes every output of `args`; returns (output directory, the Table, incomplete?)."""
+    if args.out and pathlib.Path(args.out).exists() and not pathlib.Path(args.out).is_dir():
+        raise AnalysisError(f"--out {args.out}: a file is there; the report is written to a "
+                            f"directory (give a new or an existing directory)")
     first = pathlib.Path(args.sweep[0])
     if len(args.sweep) == 1 and not (first / "run.h5").is_file():
         sweep = load_sweep(first, base=args.base, with_attention=not args.no_figures,
@@ -318,6 +321,7 @@ def watch(args):
     return 0
 
 
+@command_line("attnlab report")
 def main(argv=None):
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)

@@ -330,6 +330,12 @@ def _read_run(path, with_attention):
                          if isinstance(group, h5py.Group) and "bleu_signature" in group.attrs}
     except AnalysisError:
         raise
+    except UnicodeDecodeError as error:
+        # The file is intact: a string in it is not UTF-8 (a config value attnlab accepted
+        # before it checked YAML files' encoding).
+        raise AnalysisError(f"{path}: a text attribute is not valid UTF-8 (byte offset "
+                            f"{error.start} of its value); the HDF5 file itself is readable "
+                            f"(h5dump -A shows the attributes)") from None
     except (OSError, KeyError, ValueError, RuntimeError) as error:
         raise AnalysisError(f"{path}: unreadable run file (truncated or corrupt?): {error}") \
             from None

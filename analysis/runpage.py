@@ -23,7 +23,7 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis import bleu, convergence, plotting  # noqa: E402
-from analysis.errors import AnalysisError, report_error  # noqa: E402
+from analysis.errors import AnalysisError, command_line, report_error  # noqa: E402
 from analysis.plotting import plt  # noqa: E402
 from analysis.notes import read_notes  # noqa: E402
 from analysis.rate_cuts import rate_cuts  # noqa: E402
@@ -232,6 +232,7 @@ def page(data, run_dir, data_dir, figure_name, title, notes):
     return "\n".join(lines)
 
 
+@command_line("analysis.runpage")
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="a run directory (run.h5 and hyp.<split>.txt)")

@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from analysis.errors import EXIT_FAILURE, AnalysisError, report_error
+from analysis.errors import EXIT_FAILURE, AnalysisError, command_line, report_error
 from analysis.studies import heads, positions_length, sqrt_dk, warmup_norm
 from analysis.studies.common import ROOT, TIMING, call, fmt
 from analysis.sweep import load_sweep
@@ -168,6 +168,7 @@ def parse_args(argv):
     return args
 
 
+@command_line("analysis.studies")
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
