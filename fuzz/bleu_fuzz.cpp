@@ -7,6 +7,10 @@
 // 0xFF into the reference, the hypotheses (absent: the reference itself) and an optional second
 // reference.
 //
+// Inputs starting with "LONG" check the stated line limit instead (kMaxLineBytes, docs/fuzzing.md)
+// on a reference file and on standard input: a line of up to the limit is read back whole, a
+// longer one is an Error naming the limit.
+//
 // Beyond crashes, both scores must be numbers from 0 to 100.
 #include <cstdint>
 #include <cstdio>
@@ -25,10 +29,42 @@ namespace {
 using attnlab::Error;
 namespace fuzz = attnlab::fuzz;
 
+// Both readers of `attnlab bleu` on one line: the file and the stream.
+void check_line_limit(const std::string& line) {
+  const bool over = static_cast<int64_t>(line.size()) > attnlab::kMaxLineBytes;
+  const std::string path = (fuzz::scratch_dir() / "long.txt").string();
+  fuzz::write_file(path, line + "\n");
+  for (const bool from_stream : {false, true}) {
+    try {
+      std::istringstream in(line + "\n");
+      const std::vector<std::string> lines = from_stream
+                                                 ? attnlab::read_bleu_lines(in, "standard input")
+                                                 : attnlab::read_bleu_lines(path);
+      if (over || lines.size() != 1 || lines[0] != line) {
+        std::fprintf(stderr, "a line of %zu bytes was read wrongly or over the limit\n",
+                     line.size());
+        __builtin_trap();
+      }
+    } catch (const Error& error) {
+      if (!over ||
+          std::string(error.what()).find("a line longer than 1024 KiB") == std::string::npos) {
+        std::fprintf(stderr, "line of %zu bytes: %s\n", line.size(), error.what());
+        __builtin_trap();
+      }
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
+  if (const auto line =
+          fuzz::long_line(fuzz::as_text(data, size), static_cast<size_t>(attnlab::kMaxLineBytes))) {
+    fuzz::clear_scratch();
+    check_line_limit(*line);
+    return 0;
+  }
   const attnlab::BleuTokenizer tokenizers[] = {
       attnlab::BleuTokenizer::k13a, attnlab::BleuTokenizer::kChar, attnlab::BleuTokenizer::kNone,
       attnlab::BleuTokenizer::kIntl};

@@ -2,6 +2,9 @@
 // 0xFF into a source and a target file (no 0xFF: both the same), read with read_text_lines and
 // read_parallel_text under both empty-line rules, as the training and evaluation data sources do.
 //
+// Inputs starting with "LONG" check the stated line limit (kMaxLineBytes, docs/fuzzing.md): a
+// line of up to the limit is read back whole, a longer one is an Error naming the limit.
+//
 // Beyond crashes, find_invalid_utf8 is checked against a plain decoder of RFC 3629 UTF-8 on the
 // whole input (0xFF bytes included): a disagreement is a finding.
 #include <cstdint>
@@ -9,6 +12,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/data/corpus.h"
 #include "core/util/check.h"
@@ -59,10 +63,34 @@ int64_t reference_invalid_utf8(std::string_view text) {
   return -1;
 }
 
+void check_line_limit(const std::string& line) {
+  const std::string path = (fuzz::scratch_dir() / "long.txt").string();
+  fuzz::write_file(path, line + "\n");
+  try {
+    const std::vector<std::string> lines = attnlab::read_text_lines(path);
+    if (static_cast<int64_t>(line.size()) > attnlab::kMaxLineBytes) {
+      std::fprintf(stderr, "a line of %zu bytes was read, over the limit\n", line.size());
+      __builtin_trap();
+    }
+    if (lines.size() != 1 || lines[0] != line) __builtin_trap();
+  } catch (const Error& error) {
+    if (static_cast<int64_t>(line.size()) <= attnlab::kMaxLineBytes ||
+        std::string(error.what()).find("a line longer than 1024 KiB") == std::string::npos) {
+      std::fprintf(stderr, "line of %zu bytes: %s\n", line.size(), error.what());
+      __builtin_trap();
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes = fuzz::as_text(data, size);
+  if (const auto line = fuzz::long_line(bytes, static_cast<size_t>(attnlab::kMaxLineBytes))) {
+    fuzz::clear_scratch();
+    check_line_limit(*line);
+    return 0;
+  }
   const int64_t ours = attnlab::find_invalid_utf8(std::string(bytes));
   const int64_t reference = reference_invalid_utf8(bytes);
   if (ours != reference) {

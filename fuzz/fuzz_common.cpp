@@ -73,4 +73,19 @@ std::vector<std::string_view> split_parts(std::string_view bytes, size_t max_par
   return parts;
 }
 
+std::optional<std::string> long_line(std::string_view bytes, size_t limit) {
+  constexpr std::string_view kPrefix = "LONG";
+  if (bytes.substr(0, kPrefix.size()) != kPrefix || bytes.size() <= kPrefix.size()) {
+    return std::nullopt;
+  }
+  const size_t length = limit - 1 + static_cast<unsigned char>(bytes[kPrefix.size()]) % 3;
+  std::string_view pattern = bytes.substr(kPrefix.size() + 1);
+  if (pattern.empty()) pattern = "a";
+  std::string line(length, 'a');
+  for (size_t i = 0; i < length; ++i) {
+    line[i] = static_cast<char>('a' + static_cast<unsigned char>(pattern[i % pattern.size()]) % 26);
+  }
+  return line;
+}
+
 }  // namespace attnlab::fuzz

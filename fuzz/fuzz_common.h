@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,5 +35,11 @@ inline std::string_view as_text(const uint8_t* data, size_t size) {
 // Splits `bytes` at bytes 0xFF (which no UTF-8 text holds) into at most `max_parts` parts; the
 // last part keeps any further 0xFF bytes.
 std::vector<std::string_view> split_parts(std::string_view bytes, size_t max_parts);
+
+// Inputs that start with "LONG" test a line limit instead: long_line returns one line of
+// limit - 1, limit or limit + 1 bytes (the byte after the prefix picks which), made of the rest of
+// the input mapped to letters (so that only its length can be wrong); nullopt for other inputs.
+// A reader must keep a line of up to `limit` bytes and refuse a longer one naming the limit.
+std::optional<std::string> long_line(std::string_view bytes, size_t limit);
 
 }  // namespace attnlab::fuzz

@@ -6,7 +6,9 @@ Seeds are what the program reads in practice: the experiment files of experiment
 fixtures of tests/config/ (each base: chain rewritten into the local files a.yaml, b.yaml, ... the
 config target reads, joined by bytes 0xFF), the cluster profiles, a sweep manifest and a Slurm
 record, a run.h5 and a checkpoint of a 4-step training of a tiny reverse-task model (made with
---attnlab, then rewritten smaller: see compact_copy), corpus lines and BLEU inputs; and the
+--attnlab, then rewritten smaller: see compact_copy) with copies whose series groups have missing
+or odd metadata (DAMAGED_SERIES), corpus lines and BLEU inputs (with lines at their length limit:
+long_line_seeds); and the
 dictionaries fuzz/dicts/*.dict (config keys, profile and record keys, YAML tokens). Rerunning it rewrites the seeds; the run.h5 and
 checkpoint bytes then differ (times, host), which is harmless.
 """
@@ -159,8 +161,93 @@ def training_seeds(attnlab):
         with h5py.File(compacted, "r+") as f:
             f.attrs["status"] = "running"
         write("run_log", "running.h5", compacted.read_bytes())
+        damaged_series_seeds(compacted)
         compact_copy(run / "ckpt" / "step_4.h5", compacted)
         write("checkpoint", "step_4.h5", compacted.read_bytes())
+
+
+# Series groups as a kill, a pause or a foreign writer can leave them (core/io/series.h): each
+# seed is the running run log with one group's metadata missing or odd. The reader must report
+# the group as damaged or refuse the file naming it, and a resume must repair what it reports.
+def _drop_columns(group):
+    del group.attrs["columns"]
+
+
+def _set_columns(names):
+    def edit(group):
+        del group.attrs["columns"]
+        group.attrs.create("columns", names, dtype=_string_type())
+    return edit
+
+
+def _string_type():
+    import h5py
+    return h5py.string_dtype("utf-8")
+
+
+def _numeric_columns(group):
+    del group.attrs["columns"]
+    group.attrs["columns"] = [1, 2, 3]
+
+
+def _drop_dataset(name):
+    def edit(group):
+        del group[name]
+    return edit
+
+
+def _longer_dataset(name):
+    def edit(group):
+        dataset = group[name]
+        dataset.resize(dataset.shape[0] + 1, axis=0)
+    return edit
+
+
+def _dataset_as_group(name):
+    def edit(group):
+        del group[name]
+        group.create_group(name)
+    return edit
+
+
+def _float_steps(group):
+    values = group["step"][...].astype("float64")
+    del group["step"]
+    group.create_dataset("step", data=values, maxshape=(None,), chunks=(4,))
+
+
+DAMAGED_SERIES = {
+    "train_without_columns": ("train", _drop_columns),
+    "eval_without_columns": ("eval", _drop_columns),
+    "diagnostic_without_columns": ("diagnostics/grad_norm", _drop_columns),
+    "diagnostic_without_columns_or_value": ("diagnostics/grad_norm",
+                                            lambda g: (_drop_columns(g),
+                                                       _drop_dataset("value")(g))),
+    "train_columns_name_a_missing_dataset": ("train", _set_columns(
+        ["step", "tokens", "loss", "nll", "lr", "grad_norm", "tokens_per_sec", "wall_time",
+         "ghost"])),
+    "train_columns_without_step": ("train", _set_columns(["loss", "nll"])),
+    "train_columns_twice": ("train", _set_columns(["step", "loss", "loss"])),
+    "train_columns_empty": ("train", _set_columns([])),
+    "eval_columns_are_numbers": ("eval", _numeric_columns),
+    "eval_one_column_longer": ("eval", _longer_dataset("loss")),
+    "train_column_is_a_group": ("train", _dataset_as_group("loss")),
+    "train_steps_are_floats": ("train", _float_steps),
+}
+
+
+def damaged_series_seeds(running):
+    """Writes fuzz/corpus/run_log/<name>.h5 for each DAMAGED_SERIES edit of the run log
+    `running` (a run that did not complete, so that the fuzz target resumes it too)."""
+    import h5py  # Debian's python3-h5py, as the tests use
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (group, edit) in DAMAGED_SERIES.items():
+            copy = Path(tmp) / f"{name}.h5"
+            shutil.copyfile(running, copy)
+            with h5py.File(copy, "r+") as f:
+                edit(f[group])
+            write("run_log", f"{name}.h5", copy.read_bytes())
 
 
 def corpus_seeds():
@@ -171,6 +258,14 @@ def corpus_seeds():
     write("corpus", "crlf_and_blank.txt", b"one\r\n\r\n  \r\ntwo\r\nthree" + SEP + b"1\n2\n\n3\n")
     write("corpus", "invalid_utf8.txt", b"ok\n\xc0\xaf overlong\n\xed\xa0\x80 surrogate\n"
           b"\xf4\x90\x80\x80 too big\n\xe2\x82 cut\n")
+    long_line_seeds("corpus")
+
+
+def long_line_seeds(target):
+    """"LONG" inputs (fuzz/fuzz_common.h, long_line): one line of the limit minus one, the limit
+    and the limit plus one byte, which the target builds from these few bytes."""
+    for byte, name in ((0, "under"), (1, "at"), (2, "over")):
+        write(target, f"long_line_{name}.txt", b"LONG" + bytes([byte]) + b"the cat sat")
 
 
 def bleu_seeds():
@@ -185,6 +280,7 @@ def bleu_seeds():
     write("bleu", "unicode.txt", "\7¿Dónde está? «Aquí» — 東京, İSTANBUL ΟΔΟΣ\n".encode() + SEP +
           "¿Donde esta? «Aquí» — 東京, istanbul οδος\n".encode())
     write("bleu", "empty_lines.txt", b"\0a b c\n\n\nd e\n" + SEP + b"a b\n\nx\nd e\n")
+    long_line_seeds("bleu")
 
 
 YAML_TOKENS = ["---", "...", "&a ", "*a", "<<: ", "!!str ", "!!int ", "!!float ", "? ", "- ", "[",
