@@ -42,13 +42,34 @@ std::string describe_current_exception() {
   }
 }
 
+namespace {
+
+// debug_line (core/util/check.h) of the exception being handled.
+std::string current_debug_line() {
+  try {
+    std::rethrow_exception(std::current_exception());
+  } catch (const std::exception& error) {
+    return debug_line(error);
+  } catch (...) {
+    return "";
+  }
+}
+
+}  // namespace
+
 int run_or_abort(Comm& comm, const std::function<int()>& body) {
   try {
     return body();
   } catch (...) {
     const std::string message = "error: " + describe_current_exception();
-    if (comm.size() > 1) comm.abort(kExitFailure, message);
+    // The debug line goes first when the job is aborted: abort does not return.
+    const std::string debug = current_debug_line();
+    if (comm.size() > 1) {
+      if (!debug.empty()) std::fprintf(stderr, "attnlab: %s\n", debug.c_str());
+      comm.abort(kExitFailure, message);
+    }
     std::fprintf(stderr, "attnlab: %s\n", message.c_str());
+    if (!debug.empty()) std::fprintf(stderr, "attnlab: %s\n", debug.c_str());
     return kExitFailure;
   }
 }

@@ -177,6 +177,28 @@ def test_messages_hold_no_source_location_unless_asked(attnlab, tmp_path):
         " failed at core/train/corpus_source.cpp:" in lines[1], debug.stderr
 
 
+def test_a_training_error_holds_no_source_location_unless_asked(attnlab, tmp_path):
+    """Through the catch-all of `train` (dist::run_or_abort): a run directory another process
+    holds, as a second trainer on it sees it."""
+    out = tmp_path / "run"
+    out.mkdir()
+    with open(out / ".attnlab.lock", "w") as lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.write(f"{os.getpid()} {socket.gethostname()}\n")
+        lock.flush()
+        plain = run_attnlab(attnlab, "train", "-c", TASK, *TINY, "--out", out, check=False)
+        debug = run_attnlab(attnlab, "train", "-c", TASK, *TINY, "--out", out, check=False,
+                            env={"ATTNLAB_DEBUG": "1"})
+    line = one_error_line(plain, 1)
+    assert line == (f"attnlab: error: {out} is in use by another attnlab process (pid "
+                    f"{os.getpid()} on host {socket.gethostname()}): one trainer per run "
+                    f"directory; wait for it, or stop it first")
+    lines = debug.stderr.strip().splitlines()
+    assert lines[0] == line and len(lines) == 2, debug.stderr
+    assert lines[1].startswith("attnlab: debug: check ") and \
+        " failed at core/util/dir_lock.cpp:" in lines[1], debug.stderr
+
+
 # --- f: a completed run on a read-only disk ---------------------------------------------------
 
 def test_a_completed_run_on_a_read_only_disk_is_nothing_to_do(attnlab, tmp_path):
