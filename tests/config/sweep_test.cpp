@@ -247,6 +247,7 @@ TEST(Experiments, EveryFileLoadsAndSweepsHaveTheirSizes) {
                                                      {"small/table3.yaml", 60},
                                                      {"small/pilot-lr.yaml", 24},
                                                      {"small/pilot-budget.yaml", 8},
+                                                     {"small/pilot-budget-long.yaml", 2},
                                                      {"small/pilot-bf16.yaml", 4},
                                                      {"small/table3-plateau.yaml", 80},
                                                      {"small/table3-budget.yaml", 72},
