@@ -47,6 +47,31 @@ TEST(SweepHash, DefaultConfigHashesTheEmptyDifference) {
   EXPECT_EQ(config::run_id(defaults), std::string(expected, 12));
 }
 
+// Ids of committed runs stay their ids: a key added with a default that keeps the old behaviour
+// is left out of the id, so expanding the sweep today gives the directories committed under
+// docs/results/table3-plateau/runs (read from its manifest: "- id: X" then "name: Y").
+TEST(SweepHash, CommittedRunsKeepTheirIds) {
+  std::ifstream manifest(std::string(ATTNLAB_SOURCE_DIR) +
+                         "/docs/results/table3-plateau/runs/manifest.yaml");
+  ASSERT_TRUE(manifest.good());
+  std::map<std::string, std::string> committed;  // name -> id
+  std::string line, id;
+  while (std::getline(manifest, line)) {
+    if (line.rfind("  - id: ", 0) == 0) id = line.substr(8);
+    if (line.rfind("    name: ", 0) == 0) committed[line.substr(10)] = id;
+  }
+  ASSERT_EQ(committed.at("base.seed1"), "bfa1f731ef87");
+  const config::Sweep sweep = config::expand(kExperiments + "small/table3-plateau.yaml");
+  size_t compared = 0;
+  for (const config::SweepRun& run : sweep.runs) {
+    const auto it = committed.find(run.name);
+    if (it == committed.end()) continue;  // a seed the adaptive rule did not need
+    EXPECT_EQ(run.id, it->second) << run.name;
+    ++compared;
+  }
+  EXPECT_EQ(compared, committed.size());
+}
+
 TEST(SweepExpand, GridTimesSeedsInOdometerOrder) {
   config::Sweep sweep = config::expand(kData + "grid_sweep.yaml");
   EXPECT_EQ(sweep.name, "grid");
