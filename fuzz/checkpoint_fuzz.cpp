@@ -27,7 +27,7 @@ using attnlab::Error;
 namespace fuzz = attnlab::fuzz;
 namespace io = attnlab::io;
 
-// The seeds' model and its architecture text (core/train/checkpoints.cpp writes that text).
+// The seeds' model and its architecture text (as config::architecture_text writes it).
 attnlab::ModelConfig seed_model() {
   attnlab::ModelConfig model;
   model.encoder_layers = 1;

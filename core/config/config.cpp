@@ -138,6 +138,31 @@ std::vector<std::pair<std::string, std::string>> flatten(const ExperimentConfig&
   return flat;
 }
 
+std::string architecture_text(const ModelConfig& model) {
+  ExperimentConfig config, defaults;
+  config.model = model;
+  defaults.model.resolve_defaults();
+  std::ostringstream listed, unless_default;
+  for (const Option& option : options()) {
+    const std::string name = option.key.substr(option.key.find('.') + 1);
+    const std::string value = option.show(config);
+    if (option.architecture == InArchitecture::kListed) {
+      // Checkpoints written before the table decided the text hold the depths on one line.
+      if (option.key == "model.encoder_layers") {
+        listed << "\nlayers: " << value;
+      } else if (option.key == "model.decoder_layers") {
+        listed << "+" << value;
+      } else {
+        listed << "\n" << name << ": " << value;
+      }
+    } else if (option.architecture == InArchitecture::kUnlessDefault &&
+               value != option.show(defaults)) {
+      unless_default << "\n" << name << ": " << value;
+    }
+  }
+  return (listed.str() + unless_default.str()).substr(1);
+}
+
 std::string option_reference() {
   const ExperimentConfig defaults;
   std::ostringstream out;

@@ -42,6 +42,12 @@ std::string dump_yaml(const ExperimentConfig& config, bool with_help = true);
 // that `--set key=value` reproduces them. Used for the HDF5 /config attributes.
 std::vector<std::pair<std::string, std::string>> flatten(const ExperimentConfig& config);
 
+// The text a checkpoint stores for the model it was written for and must match to load: one
+// "name: value" line per model key the option table tags (InArchitecture, options.h), the listed
+// keys always and the others only when not at their default, so that a key added later leaves
+// the text of every older checkpoint as it was. `model` is taken as resolved (d_k, d_v set).
+std::string architecture_text(const ModelConfig& model);
+
 // Markdown table of every option: key, type, default, help.
 std::string option_reference();
 

@@ -263,6 +263,17 @@ Option enumerated(const char* key, Access access, const EnumNames<Enum>& names, 
       [&names](Enum value) { return names.name(value); }, help);
 }
 
+// Model keys that decide which checkpoints fit the model (InArchitecture, options.h). A new key
+// is in_architecture: it appears only when not at its default.
+Option in_architecture(Option option) {
+  option.architecture = InArchitecture::kUnlessDefault;
+  return option;
+}
+Option in_architecture_always(Option option) {
+  option.architecture = InArchitecture::kListed;
+  return option;
+}
+
 #define ATTNLAB_FIELD(path) \
 #path, [](auto& c) -> auto& { return c.path; }
 
@@ -271,40 +282,53 @@ std::vector<Option> build_options() {
       text(ATTNLAB_FIELD(name), "run name (readable; sweeps derive run names from it)"),
       unsigned_integer(ATTNLAB_FIELD(seed), "seed of parameter init, dropout and data order"),
 
-      integer(ATTNLAB_FIELD(model.encoder_layers), 1, kMaxLayers, "N, encoder layers"),
-      integer(ATTNLAB_FIELD(model.decoder_layers), 1, kMaxLayers, "N, decoder layers"),
-      integer(ATTNLAB_FIELD(model.d_model), 1, kMaxWidth, "width of the residual stream"),
-      integer(ATTNLAB_FIELD(model.d_ff), 1, kMaxWidth, "inner width of the position-wise FFN"),
-      integer(ATTNLAB_FIELD(model.heads), 1, kMaxHeads, "h, attention heads"),
-      integer(ATTNLAB_FIELD(model.d_k), 0, kMaxWidth,
-              "per-head query/key width; 0 = d_model / heads (which must divide)"),
-      integer(ATTNLAB_FIELD(model.d_v), 0, kMaxWidth,
-              "per-head value width; 0 = d_model / heads (which must divide)"),
+      in_architecture_always(
+          integer(ATTNLAB_FIELD(model.encoder_layers), 1, kMaxLayers, "N, encoder layers")),
+      in_architecture_always(
+          integer(ATTNLAB_FIELD(model.decoder_layers), 1, kMaxLayers, "N, decoder layers")),
+      in_architecture_always(
+          integer(ATTNLAB_FIELD(model.d_model), 1, kMaxWidth, "width of the residual stream")),
+      in_architecture_always(
+          integer(ATTNLAB_FIELD(model.d_ff), 1, kMaxWidth, "inner width of the position-wise FFN")),
+      in_architecture_always(
+          integer(ATTNLAB_FIELD(model.heads), 1, kMaxHeads, "h, attention heads")),
+      in_architecture_always(
+          integer(ATTNLAB_FIELD(model.d_k), 0, kMaxWidth,
+                  "per-head query/key width; 0 = d_model / heads (which must divide)")),
+      in_architecture_always(
+          integer(ATTNLAB_FIELD(model.d_v), 0, kMaxWidth,
+                  "per-head value width; 0 = d_model / heads (which must divide)")),
       number(ATTNLAB_FIELD(model.dropout), kProbability,
              "P_drop on sub-layer outputs and embedding sums"),
       number(ATTNLAB_FIELD(model.attention_dropout), kProbability,
              "dropout on attention probabilities"),
-      enumerated(ATTNLAB_FIELD(model.norm), norm_placement_names(),
-                 "post: LN(x + sublayer(x)) (the paper); pre: x + sublayer(LN(x))"),
-      enumerated(ATTNLAB_FIELD(model.norm_type), norm_type_names(),
-                 "the norm of every sub-layer: layernorm (x - mean) / std * w + b (the paper), or "
-                 "rmsnorm x / rms(x) * w (no centring, no bias)"),
-      enumerated(ATTNLAB_FIELD(model.positions), position_names(),
-                 "position encoding added to embeddings"),
-      integer(ATTNLAB_FIELD(model.max_positions), 1, kMaxSequence, "rows of the position table"),
-      parsed(
+      in_architecture_always(
+          enumerated(ATTNLAB_FIELD(model.norm), norm_placement_names(),
+                     "post: LN(x + sublayer(x)) (the paper); pre: x + sublayer(LN(x))")),
+      in_architecture(enumerated(
+          ATTNLAB_FIELD(model.norm_type), norm_type_names(),
+          "the norm of every sub-layer: layernorm (x - mean) / std * w + b (the paper), or "
+          "rmsnorm x / rms(x) * w (no centring, no bias)")),
+      in_architecture_always(enumerated(ATTNLAB_FIELD(model.positions), position_names(),
+                                        "position encoding added to embeddings")),
+      in_architecture_always(integer(ATTNLAB_FIELD(model.max_positions), 1, kMaxSequence,
+                                     "rows of the position table")),
+      in_architecture_always(parsed(
           ATTNLAB_FIELD(model.attention_scale),
           "rsqrt_dk | none | inv_dk | learned | <positive number>", AttentionScale::parse,
           [](const AttentionScale& s) { return s.str(); },
-          "logit scale s in softmax(Q K^T s); rsqrt_dk = 1/sqrt(d_k) (the paper)"),
+          "logit scale s in softmax(Q K^T s); rsqrt_dk = 1/sqrt(d_k) (the paper)")),
       enumerated(
           ATTNLAB_FIELD(model.attention), attention_kernel_names(),
           "attention kernel: standard stores (B,H,T,S) probabilities; tiled (online softmax, "
           "recomputed backward) stores O(T), same values to round-off"),
-      boolean(ATTNLAB_FIELD(model.tie_embeddings),
-              "one matrix for source, target embedding and output projection"),
-      boolean(ATTNLAB_FIELD(model.output_bias), "a bias on the pre-softmax projection"),
-      integer(ATTNLAB_FIELD(model.vocab_size), 4, kMaxVocabulary, "shared vocabulary size"),
+      in_architecture_always(
+          boolean(ATTNLAB_FIELD(model.tie_embeddings),
+                  "one matrix for source, target embedding and output projection")),
+      in_architecture_always(
+          boolean(ATTNLAB_FIELD(model.output_bias), "a bias on the pre-softmax projection")),
+      in_architecture_always(
+          integer(ATTNLAB_FIELD(model.vocab_size), 4, kMaxVocabulary, "shared vocabulary size")),
       integer(ATTNLAB_FIELD(model.pad_id), 0, std::numeric_limits<int32_t>::max(),
               "id of the padding token"),
       integer(ATTNLAB_FIELD(model.bos_id), 0, std::numeric_limits<int32_t>::max(),

@@ -20,6 +20,12 @@ struct RawValue {
   std::vector<std::string> items;  // kList
 };
 
+// Whether a model key belongs to a checkpoint's architecture text (config::architecture_text),
+// which a checkpoint must match to load: kListed keys always appear (the keys of every checkpoint
+// written before the table decided the text), kUnlessDefault keys only when not at their default,
+// so that adding one keeps every older checkpoint loadable (as run ids leave defaults out).
+enum class InArchitecture { kNo, kListed, kUnlessDefault };
+
 struct Option {
   std::string key;   // dotted path, equal to the struct member path: "model.heads"
   std::string type;  // what a value must be, in words: "integer >= 1", "post | pre"
@@ -32,6 +38,7 @@ struct Option {
   // For options that name a file (data files, tokenizer model, cluster profile): the field, so
   // that paths can be made absolute and checked in one place; empty for every other option.
   std::function<std::string&(ExperimentConfig& config)> file = nullptr;
+  InArchitecture architecture = InArchitecture::kNo;
 };
 
 // All options, in declaration (and dump) order.

@@ -11,24 +11,6 @@
 namespace attnlab {
 namespace {
 
-// The architecture-defining part of the config: a checkpoint loads only into the same one.
-// norm_type appears only when it is not layernorm, so that checkpoints written before the key
-// existed (all layernorm) keep their architecture text.
-std::string architecture(const ModelConfig& m) {
-  const std::string norm_type =
-      m.norm_type == NormType::kLayerNorm ? "" : "\nnorm_type: " + to_string(m.norm_type);
-  return "layers: " + std::to_string(m.encoder_layers) + "+" + std::to_string(m.decoder_layers) +
-         "\nd_model: " + std::to_string(m.d_model) + "\nd_ff: " + std::to_string(m.d_ff) +
-         "\nheads: " + std::to_string(m.heads) + "\nd_k: " + std::to_string(m.d_k) +
-         "\nd_v: " + std::to_string(m.d_v) + "\nnorm: " + to_string(m.norm) +
-         "\npositions: " + to_string(m.positions) +
-         "\nmax_positions: " + std::to_string(m.max_positions) +
-         "\nattention_scale: " + m.attention_scale.str() +
-         "\ntie_embeddings: " + (m.tie_embeddings ? "true" : "false") +
-         "\noutput_bias: " + (m.output_bias ? "true" : "false") +
-         "\nvocab_size: " + std::to_string(m.vocab_size) + norm_type;
-}
-
 io::CheckpointDir checkpoint_dir(const std::string& run_dir) {
   return io::CheckpointDir(run_dir + "/ckpt");
 }
@@ -36,7 +18,7 @@ io::CheckpointDir checkpoint_dir(const std::string& run_dir) {
 void write_checkpoint(const std::string& path, Trainer& trainer) {
   io::CheckpointState state;
   state.step = trainer.step();
-  state.architecture = architecture(trainer.model().config());
+  state.architecture = config::architecture_text(trainer.model().config());
   state.config_yaml = config::dump_yaml(trainer.config(), false);
   const StopState& stopping = trainer.stopping().state();
   state.scalars = {{"tokens", static_cast<double>(trainer.tokens_seen())},
@@ -82,7 +64,7 @@ std::string newest_valid_checkpoint(const std::string& run_dir, const ModelConfi
   ModelConfig resolved = model;
   resolved.resolve_defaults();
   const io::CheckpointDir::Newest newest =
-      checkpoint_dir(run_dir).newest_valid(architecture(resolved));
+      checkpoint_dir(run_dir).newest_valid(config::architecture_text(resolved));
   if (!newest.found && !newest.other_architecture.empty()) throw Error(newest.other_architecture);
   if (warning != nullptr) {
     for (const std::string& line : newest.warnings) {
@@ -94,7 +76,7 @@ std::string newest_valid_checkpoint(const std::string& run_dir, const ModelConfi
 
 CheckpointState load_checkpoint(const std::string& path, Trainer& trainer) {
   const io::Checkpoint checkpoint = io::Checkpoint::open(path);
-  checkpoint.check_architecture(architecture(trainer.model().config()));
+  checkpoint.check_architecture(config::architecture_text(trainer.model().config()));
   const ParamTable& table = trainer.model().table();
   checkpoint.load(io::kParamsGroup, table.named_views(trainer.model().params().data()));
   checkpoint.load(io::kAdamMGroup, table.named_views(trainer.optimizer().m().data()));
