@@ -63,33 +63,6 @@ void ModelConfig::validate() const {
   if (!found.empty()) throw Error(found.front().message);
 }
 
-// The names of every enum-valued model key, once (core/util/enum_names.h).
-const EnumNames<NormPlacement>& norm_placement_names() {
-  static const EnumNames<NormPlacement> names(
-      "model.norm", {{NormPlacement::kPost, "post"}, {NormPlacement::kPre, "pre"}});
-  return names;
-}
-
-const EnumNames<NormType>& norm_type_names() {
-  static const EnumNames<NormType> names(
-      "model.norm_type", {{NormType::kLayerNorm, "layernorm"}, {NormType::kRmsNorm, "rmsnorm"}});
-  return names;
-}
-
-const EnumNames<PositionKind>& position_names() {
-  static const EnumNames<PositionKind> names(
-      "model.positions",
-      {{PositionKind::kSinusoidal, "sinusoidal"}, {PositionKind::kLearned, "learned"}});
-  return names;
-}
-
-const EnumNames<AttentionKernel>& attention_kernel_names() {
-  static const EnumNames<AttentionKernel> names(
-      "model.attention",
-      {{AttentionKernel::kStandard, "standard"}, {AttentionKernel::kTiled, "tiled"}});
-  return names;
-}
-
 std::string to_string(NormPlacement norm) { return norm_placement_names().name(norm); }
 std::string to_string(NormType type) { return norm_type_names().name(type); }
 std::string to_string(PositionKind positions) { return position_names().name(positions); }

@@ -61,11 +61,33 @@ struct ModelConfig {
   void validate() const;
 };
 
-// The names of each enum's values (parse, print, and the option's "a | b" text), declared once.
-const EnumNames<NormPlacement>& norm_placement_names();
-const EnumNames<NormType>& norm_type_names();
-const EnumNames<PositionKind>& position_names();
-const EnumNames<AttentionKernel>& attention_kernel_names();
+// The names of each enum's values (parse, print, and the option's "a | b" text), declared once,
+// beside the enums (core/util/enum_names.h).
+inline const EnumNames<NormPlacement>& norm_placement_names() {
+  static const EnumNames<NormPlacement> names(
+      "model.norm", {{NormPlacement::kPost, "post"}, {NormPlacement::kPre, "pre"}});
+  return names;
+}
+
+inline const EnumNames<NormType>& norm_type_names() {
+  static const EnumNames<NormType> names(
+      "model.norm_type", {{NormType::kLayerNorm, "layernorm"}, {NormType::kRmsNorm, "rmsnorm"}});
+  return names;
+}
+
+inline const EnumNames<PositionKind>& position_names() {
+  static const EnumNames<PositionKind> names(
+      "model.positions",
+      {{PositionKind::kSinusoidal, "sinusoidal"}, {PositionKind::kLearned, "learned"}});
+  return names;
+}
+
+inline const EnumNames<AttentionKernel>& attention_kernel_names() {
+  static const EnumNames<AttentionKernel> names(
+      "model.attention",
+      {{AttentionKernel::kStandard, "standard"}, {AttentionKernel::kTiled, "tiled"}});
+  return names;
+}
 
 // Thin wrappers over the tables above.
 std::string to_string(NormPlacement norm);
