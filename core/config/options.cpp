@@ -290,6 +290,10 @@ std::vector<Option> build_options() {
           integer(ATTNLAB_FIELD(model.d_model), 1, kMaxWidth, "width of the residual stream")),
       in_architecture_always(
           integer(ATTNLAB_FIELD(model.d_ff), 1, kMaxWidth, "inner width of the position-wise FFN")),
+      in_architecture(enumerated(
+          ATTNLAB_FIELD(model.activation), activation_names(),
+          "the FFN's activation: relu max(0, x) (the paper), or gelu, the exact "
+          "0.5 x (1 + erf(x / sqrt 2)) with its exact derivative (no tanh approximation)")),
       in_architecture_always(
           integer(ATTNLAB_FIELD(model.heads), 1, kMaxHeads, "h, attention heads")),
       in_architecture_always(

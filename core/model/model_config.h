@@ -16,6 +16,9 @@ enum class NormPlacement { kPost, kPre };
 // rmsnorm: x / sqrt(mean(x^2) + eps) * w, no centring and no bias (Zhang & Sennrich 2019).
 enum class NormType { kLayerNorm, kRmsNorm };
 enum class PositionKind { kSinusoidal, kLearned };
+// The FFN's activation: relu max(0, x) (the paper); gelu the exact x Phi(x) = 0.5 x (1 + erf(x /
+// sqrt 2)) with its exact derivative Phi(x) + x phi(x) (no tanh approximation).
+enum class FfnActivation { kRelu, kGelu };
 // How attention is computed (the same function either way, to float round-off):
 // standard: the full (B,H,T,S) probabilities are stored for backward (core/ops/attention.cpp);
 // tiled: key tiles with an online softmax, only the (B,H,T) logsumexp is stored and backward
@@ -30,10 +33,12 @@ struct ModelProblem {
 };
 
 struct ModelConfig {
-  int64_t encoder_layers = 6;      // N in the paper, encoder side
-  int64_t decoder_layers = 6;      // N in the paper, decoder side
-  int64_t d_model = 512;           // width of the residual stream
-  int64_t d_ff = 2048;             // inner width of the position-wise FFN
+  int64_t encoder_layers = 6;  // N in the paper, encoder side
+  int64_t decoder_layers = 6;  // N in the paper, decoder side
+  int64_t d_model = 512;       // width of the residual stream
+  int64_t d_ff = 2048;         // inner width of the position-wise FFN
+  // relu | gelu, between the FFN's two linears
+  FfnActivation activation = FfnActivation::kRelu;
   int64_t heads = 8;               // h
   int64_t d_k = 64;                // per-head query/key width (0 = d_model / heads)
   int64_t d_v = 64;                // per-head value width (0 = d_model / heads)
@@ -86,6 +91,12 @@ inline const EnumNames<AttentionKernel>& attention_kernel_names() {
   static const EnumNames<AttentionKernel> names(
       "model.attention",
       {{AttentionKernel::kStandard, "standard"}, {AttentionKernel::kTiled, "tiled"}});
+  return names;
+}
+
+inline const EnumNames<FfnActivation>& activation_names() {
+  static const EnumNames<FfnActivation> names(
+      "model.activation", {{FfnActivation::kRelu, "relu"}, {FfnActivation::kGelu, "gelu"}});
   return names;
 }
 

@@ -37,7 +37,10 @@ struct AttentionActivations {
 template <typename T>
 struct SublayerActivations : ResidualActivations<T> {
   AttentionActivations<T> attention;
-  TensorView<T> hidden;  // (B,L,F) FFN: relu(fc1(.))
+  TensorView<T> hidden;  // (B,L,F) FFN: activation(fc1(.)), fc2's input
+  // (B,L,F) FFN: fc1(.), what gelu's backward reads; relu's reads its output, so for relu this is
+  // `hidden` itself (the activation runs in place).
+  TensorView<T> pre_activation;
 };
 
 template <typename T>

@@ -107,6 +107,13 @@ void relu_forward(TensorView<T> out, TensorView<const T> inp);
 template <typename T>
 void relu_backward(TensorView<T> dinp, TensorView<const T> dout, TensorView<const T> out);
 
+// ---- gelu (gelu.cpp): out = 0.5 inp (1 + erf(inp / sqrt 2)), the exact form; in place allowed.
+template <typename T>
+void gelu_forward(TensorView<T> out, TensorView<const T> inp);
+// dinp = dout * (Phi(inp) + inp * phi(inp)), from the input; dinp may alias dout.
+template <typename T>
+void gelu_backward(TensorView<T> dinp, TensorView<const T> dout, TensorView<const T> inp);
+
 // ---- dropout (dropout.cpp): element i is kept iff uniform_at(key, i) >= p, and scaled by 1/(1-p).
 // The mask is a pure function of (key, index), so backward recomputes it instead of storing it.
 template <typename T>

@@ -24,6 +24,7 @@ struct ModelVariant {
   PositionKind positions;
   std::string attention_scale;  // as model.attention_scale spells it
   bool tie_embeddings;          // untied embeddings come with an output bias
+  FfnActivation activation;
 
   // config with this variant's fields set, the others kept.
   ModelConfig applied_to(ModelConfig config) const {
@@ -33,12 +34,14 @@ struct ModelVariant {
     config.attention_scale = AttentionScale::parse(attention_scale);
     config.tie_embeddings = tie_embeddings;
     config.output_bias = !tie_embeddings;
+    config.activation = activation;
     return config;
   }
   // A test-name fragment: letters, digits and '_' only.
   std::string name() const {
     return to_string(norm) + "_" + to_string(norm_type) + "_" + to_string(positions) + "_" +
-           attention_scale + (tie_embeddings ? "_tied" : "_untied");
+           attention_scale + (tie_embeddings ? "_tied" : "_untied") + "_" +
+           activation_names().name(activation);
   }
 };
 
@@ -52,7 +55,9 @@ inline std::vector<ModelVariant> model_variants() {
       for (PositionKind positions : {PositionKind::kSinusoidal, PositionKind::kLearned}) {
         for (const char* scale : {"rsqrt_dk", "none", "inv_dk", "learned"}) {
           for (bool tied : {true, false}) {
-            variants.push_back({norm, norm_type, positions, scale, tied});
+            for (FfnActivation activation : {FfnActivation::kRelu, FfnActivation::kGelu}) {
+              variants.push_back({norm, norm_type, positions, scale, tied, activation});
+            }
           }
         }
       }
