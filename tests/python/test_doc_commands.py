@@ -79,9 +79,9 @@ SUBSTITUTIONS = {
         "submitting needs Slurm: test_slurm_sweep.py submits to cluster/local-slurm.sh"),
     ("docs/cluster.md", "./build/attnlab sweep SWEEP --launcher slurm "
                    "--profile cluster/profiles/local-2nodes.yaml"): (
-        "./build/attnlab sweep experiments/small/study.yaml --launcher slurm "
+        "./build/attnlab sweep experiments/small/study-long.yaml --launcher slurm "
         "--profile cluster/profiles/local-2nodes.yaml --dry-run",
-        "SWEEP stands for any sweep file; submitting needs the two-node Slurm: "
+        "SWEEP stands for any sweep file of 2-rank runs; submitting needs the two-node Slurm: "
         "test_slurm_multinode.py submits with this profile"),
 }
 
@@ -96,21 +96,21 @@ EXPECTED = {
     ("README.md", "./build/attnlab params -c experiments/small/study.yaml"): r"pre-LN\.seed1",
     ("README.md", "./build/attnlab data bible --out data/bible"):
         r"data/bible: up to date \(DATA_CARD\.md checksums match\)",
-    ("README.md", f"{LOCAL_STUDY} --dry-run"): r"would launch 5 run\(s\) with the local launcher",
+    ("README.md", f"{LOCAL_STUDY} --dry-run"): r"would launch 8 run\(s\) with the local launcher",
     ("README.md", LOCAL_STUDY): r"launching 2 run\(s\)",
     ("README.md", "./build/attnlab status runs/study"): r"2 runs: 2 completed",
     ("README.md", "./build/attnlab report runs/study"): r"^report written to runs/study/report$",
     ("README.md", f"{SLURM_STUDY} --out runs-slurm"):
-        r"wrote \S*runs-slurm/study/slurm/array-1\.sbatch \(5 array tasks",
-    ("README.md", "./build/attnlab status runs-slurm/study"): r"5 runs: 5 not started",
+        r"wrote \S*runs-slurm/study/slurm/array-1\.sbatch \(8 array tasks",
+    ("README.md", "./build/attnlab status runs-slurm/study"): r"8 runs: 8 not started",
     ("README.md", "./build/attnlab cancel runs-slurm/study"): r"has no Slurm submissions",
     ("README.md", "bash cluster/env.sh"): r"\A(SkylakeX|Zen|Haswell|)\n?\Z",
     ("README.md", "source cluster/env.sh"): r"\A\Z",
     # docs/cluster.md
     ("docs/cluster.md", f"{SLURM_STUDY} --dry-run"):
-        r"wrote \S*runs/study/slurm/array-1\.sbatch \(5 array tasks",
-    ("docs/cluster.md", SLURM_STUDY): r"wrote \S*runs/study/slurm/array-1\.sbatch \(5 array tasks",
-    ("docs/cluster.md", "./build/attnlab status runs/study"): r"5 runs: 5 not started",
+        r"wrote \S*runs/study/slurm/array-1\.sbatch \(8 array tasks",
+    ("docs/cluster.md", SLURM_STUDY): r"wrote \S*runs/study/slurm/array-1\.sbatch \(8 array tasks",
+    ("docs/cluster.md", "./build/attnlab status runs/study"): r"8 runs: 8 not started",
     ("docs/cluster.md", "./build/attnlab cancel runs/study"): r"has no Slurm submissions",
     ("docs/cluster.md", "./build/attnlab sweep SWEEP --launcher slurm "
                    "--profile cluster/profiles/local-2nodes.yaml"):
