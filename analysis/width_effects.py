@@ -21,17 +21,12 @@ _WIDTH_AND_HEADS = {"model.heads", "model.d_k", "model.d_v", "model.d_model"}
 
 
 def _value(sweep, row_key, key):
-    """The row's setting `key` (its override, else the base row's), as an int."""
+    """The row's setting `key`: its override, else as the base row's runs were configured (every
+    run frame carries its config), as an int."""
     row = sweep.row(row_key)
     if key in row.overrides:
         return int(row.overrides[key])
-    return int(sweep.row(sweep.base).overrides.get(key, _config_value(sweep, key)))
-
-
-def _config_value(sweep, key):
-    """`key` as the base row's runs were configured (every run frame carries its config)."""
-    frame = sweep.runs[sweep.runs["row"] == sweep.base]
-    return frame[key].iloc[0]
+    return int(sweep.runs.loc[sweep.runs["row"] == sweep.base, key].iloc[0])
 
 
 def points(table):
