@@ -8,7 +8,7 @@ import math
 
 from analysis import stats
 from analysis.convergence import STATUSES
-from analysis.table import VERDICT_P
+from analysis.table import VERDICT_P, other_references
 
 
 def _p(value):
@@ -71,7 +71,7 @@ def conclusion_lines(sweep, table):
     if not records:
         return []
     family = stats.MULTIPLICITY[table.multiplicity]
-    others = sorted({r["versus"] for r in records if r["versus"] != sweep.base})
+    others = other_references(sweep, records)
     against = f"the base row ({sweep.base})" + (
         f" or the row it names ({', '.join(others)}: the same change at another width)"
         if others else "")

@@ -8,7 +8,7 @@ import pandas as pd
 from analysis.formatting import count, fixed, p_value, scientific, significant
 from analysis.formatting import finite as _finite
 from analysis.stats import significance_mark
-from analysis.table import failure_diagnostics, setting_header
+from analysis.table import failure_diagnostics, other_references, setting_header
 
 def mean_std(record, name, decimals):
     mean = fixed(record.get(f"{name}_mean"), decimals)
@@ -60,7 +60,7 @@ def columns(table):
     out.append(("n", seeds))
     # Rows compared with another row than base (sweep.rows[].versus) say which: Δ and p are
     # against it.
-    if any(r.get("versus") and r["versus"] != table.sweep.base for r in table.records):
+    if other_references(table.sweep, table.records):
         out.append(("vs", lambda r: r.get("versus", "")))
 
     def converged(r):
@@ -174,7 +174,7 @@ def latex(table):
 def csv_frame(table):
     frame = pd.DataFrame.from_records(table.records)
     # The reference row is a column only where some row has one other than base.
-    if not {r.get("versus") for r in table.records} - {"", table.sweep.base}:
+    if not other_references(table.sweep, table.records):
         frame = frame.drop(columns="versus", errors="ignore")
     return frame.rename(columns={f"set:{k}": k for k in table.settings})
 

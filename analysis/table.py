@@ -182,6 +182,12 @@ VERDICT_P = {
 }
 
 
+def other_references(sweep, records):
+    """The rows, other than base, that some row of the table is compared with
+    (sweep.rows[].versus), sorted; [] for a table compared with base alone."""
+    return sorted({r.get("versus") for r in records} - {"", None, sweep.base})
+
+
 def _compare(record, metric, ours, theirs, spent_over, test):
     """Welch's and the exact permutation test of a row's per-seed values against its reference's
     (the base row's, or its sweep.rows[].versus row's); the p that counts is `test`'s (TESTS),
@@ -278,7 +284,7 @@ def build_table(sweep, multiplicity="holm", margin_pct=2.0, alpha=ALPHA[0],
             ours = _run_values(sweep, completed, metric.run_key, metric.scale)
             theirs = _run_values(sweep, reference_ids, metric.run_key, metric.scale)
             summary = stats.summarize(ours)
-            base_summary = stats.summarize(theirs)
+            reference_summary = stats.summarize(theirs)
             record[f"{metric.name}_mean"] = summary.mean
             record[f"{metric.name}_std"] = summary.std
             record[f"{metric.name}_n"] = summary.n
@@ -288,8 +294,8 @@ def build_table(sweep, multiplicity="holm", margin_pct=2.0, alpha=ALPHA[0],
             record[f"{metric.name}_test"] = ""
             # A failed row (or reference) measures a model that did not learn: not compared.
             if (not is_base and not failed and not reference_failed and summary.n
-                    and base_summary.n):
-                record[f"{metric.name}_delta"] = summary.mean - base_summary.mean
+                    and reference_summary.n):
+                record[f"{metric.name}_delta"] = summary.mean - reference_summary.mean
                 # Across seeds, BLEU included: a paired bootstrap over sentences measures only
                 # the test set's sampling, and calls two seeds of one configuration different
                 # (analysis/README.md, "Significance").
@@ -428,14 +434,12 @@ def _method_lines(sweep, metrics, tests_used, records, multiplicity, margin_pct,
     rounds = looks(sweep)
     spent = (f", times {rounds}: adaptive seeds looked at each row up to {rounds} times, and "
              f"alpha is spent evenly over the looks (Bonferroni)" if rounds > 1 else "")
+    others = other_references(sweep, records)
+    delta = (f"Δ = row mean − its reference's mean (base, or {', '.join(others)} for the rows "
+             "that name it: the paper's effects stay against the paper's base)" if others
+             else "Δ = row mean − base mean")
     lines = ["Values: mean ± sample std (ddof 1) over the completed seeds of each row; n = seeds; "
-             f"Δ = row mean − base mean; {sweep.base_note}."]
-    others = sorted({r["versus"] for r in records if r["versus"] and r["versus"] != sweep.base})
-    if others:
-        lines[0] = lines[0].replace(
-            "Δ = row mean − base mean",
-            f"Δ = row mean − its reference's mean (base, or {', '.join(others)} for the rows "
-            "that name it: the paper's effects stay against the paper's base)")
+             f"{delta}; {sweep.base_note}."]
     for metric in metrics:
         if metric.label in tests_used:
             tested = sum(np.isfinite(r.get(f"{metric.name}_p", math.nan)) for r in records)
