@@ -50,6 +50,20 @@ int64_t checked_total(const ModelConfig& model, const std::vector<ComponentCount
   return total;
 }
 
+// The closed form the count was checked against, term by term, from the description the count
+// itself sums (core/model/param_count.h).
+void print_formula(const ParameterFormula& formula) {
+  std::string terms;
+  for (const ParameterFormula::Term& term : formula.terms)
+    terms += (terms.empty() ? "" : " + ") + term.expression;
+  std::cout << "analytic: " << terms << "\n";
+  for (const ParameterFormula::Definition& definition : formula.definitions) {
+    std::cout << "          " << definition.symbol << " = " << definition.expression << " = "
+              << grouped(definition.value) << "\n";
+  }
+  std::cout << "          = " << grouped(formula.total()) << " (equal to the table's count)\n\n";
+}
+
 void print_one(const ExperimentConfig& experiment, int64_t src_length, int64_t tgt_length) {
   const ModelConfig& m = experiment.model;
   const std::vector<ComponentCount> counts = parameter_counts(m);
@@ -73,16 +87,7 @@ void print_one(const ExperimentConfig& experiment, int64_t src_length, int64_t t
             << fixed(static_cast<double>(total) / 1e6, 2) << "M)\n";
   std::cout << pad("without embeddings", 26, false) << pad(grouped(total - embedding_params(m)), 14)
             << "\n\n";
-  std::cout << "analytic: N_enc (attn + ffn + 2 LN) + N_dec (2 attn + ffn + 3 LN) + vocab x "
-               "d_model"
-            << (m.tie_embeddings ? "" : " x 3") << (m.output_bias ? " + vocab" : "")
-            << (m.positions == PositionKind::kLearned ? " + 2 max_positions x d_model" : "")
-            << (m.norm == NormPlacement::kPre ? " + 2 final LN" : "") << "\n"
-            << "          attn = 2 (D H d_k + H d_k) + (D H d_v + H d_v) + (H d_v D + D), "
-               "ffn = 2 D F + F + D, LN = "
-            << (m.norm_type == NormType::kLayerNorm ? "2 D" : "D (RMSNorm: no bias)") << "\n"
-            << "          = " << grouped(analytic_parameter_count(m))
-            << " (equal to the table's count)\n\n";
+  print_formula(parameter_formula(m));
   const double flops = training_flops_per_target_token(m, src_length, tgt_length);
   std::cout << "training FLOPs per target token: " << fixed(flops / 1e9, 3) << " GFLOP"
             << " (forward + backward = 3 x forward matmul FLOPs, source " << src_length

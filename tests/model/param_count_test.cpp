@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "core/model/param_table.h"
 #include "tests/common/model_variants.h"
 
@@ -42,6 +45,61 @@ TEST(ParamCount, TableAgreesWithFormulaAcrossAblations) {
   ModelConfig row_b;
   row_b.d_k = 16;  // Table 3 row B: d_k alone changes
   EXPECT_EQ(table_total(row_b), analytic_parameter_count(row_b));
+}
+
+// Which formula term a table group belongs to, read from the group's name alone.
+ParameterFormula::Counts term_of_group(const std::string& group) {
+  using Counts = ParameterFormula::Counts;
+  if (group.rfind("encoder.layers.", 0) == 0) return Counts::kEncoderLayers;
+  if (group.rfind("decoder.layers.", 0) == 0) return Counts::kDecoderLayers;
+  if (group == "encoder.layer_norm" || group == "decoder.layer_norm") return Counts::kStackNorms;
+  EXPECT_EQ(group, "embeddings");
+  return Counts::kEmbeddings;
+}
+
+TEST(ParamCount, EachFormulaTermCountsItsTableGroups) {
+  // The printed formula is the one the count sums; each of its terms must equal the tensors of
+  // the groups it names, so a term cannot be right only in total.
+  for (const test::ModelVariant& variant : test::model_variants()) {
+    const ModelConfig c = variant.applied_to(ModelConfig{});
+    std::map<ParameterFormula::Counts, int64_t> from_table, from_formula;
+    const ParamTable table(c);
+    for (const ParamEntry& e : table.entries())
+      from_table[term_of_group(e.group)] += e.shape.numel();
+    for (const ParameterFormula::Term& term : parameter_formula(c).terms)
+      from_formula[term.counts] += term.value;
+    EXPECT_EQ(from_formula, from_table) << variant.name();
+  }
+}
+
+TEST(ParamCount, FormulaPrintsOnlyTheTermsTheArchitectureHas) {
+  ModelConfig c;
+  auto expressions = [](const ModelConfig& config) {
+    std::string text;
+    for (const auto& term : parameter_formula(config).terms) text += term.expression + "|";
+    for (const auto& definition : parameter_formula(config).definitions)
+      text += definition.symbol + "=" + definition.expression + "|";
+    return text;
+  };
+  EXPECT_EQ(expressions(c),
+            "N_enc (attn + ffn + 2 LN)|N_dec (2 attn + ffn + 3 LN)|vocab D|"
+            "attn=2 (D H d_k + H d_k) + (D H d_v + H d_v) + (H d_v D + D)|"
+            "ffn=(D d_ff + d_ff) + (d_ff D + D)|LN=2 D|");
+  // Base by hand (the test above): attn 1,050,624, ffn 2,099,712, LN 1,024.
+  const ParameterFormula base = parameter_formula(c);
+  EXPECT_EQ(base.definitions[0].value, 1050624);
+  EXPECT_EQ(base.definitions[1].value, 2099712);
+  EXPECT_EQ(base.definitions[2].value, 1024);
+  c.norm = NormPlacement::kPre;
+  c.norm_type = NormType::kRmsNorm;
+  c.tie_embeddings = false;
+  c.output_bias = true;
+  c.positions = PositionKind::kLearned;
+  c.attention_scale = AttentionScale::parse("learned");
+  const std::string all = expressions(c);
+  for (const char* part : {"3 vocab D", "vocab (output bias)", "2 max_positions D", "2 LN (Pre-LN",
+                           "+ 1 (learned scale)", "LN=D (RMSNorm: no bias)"})
+    EXPECT_NE(all.find(part), std::string::npos) << part << " missing from " << all;
 }
 
 TEST(ParamCount, RmsNormHasOneGainPerNormAndNoBias) {
