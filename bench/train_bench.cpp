@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -125,7 +126,10 @@ Options parse_options(int argc, char** argv) {
     } else if (flag == "--peak-repeats") {
       o.peak_repeats = parse_int(flag, value);
     } else if (flag == "--precision") {
-      o.precision = blas::parse_precision(value);
+      const std::optional<blas::Precision> precision = blas::precision_names().find(value);
+      CHECK(precision.has_value())
+          << "--precision '" << value << "' must be one of " << blas::precision_names().choices();
+      o.precision = *precision;
     } else {
       CHECK(false) << "unknown flag " << flag
                    << " (known: --config --threads --steps --warmup --decode-repeats --beam "
@@ -329,7 +333,7 @@ int run(const Options& o) {
 
   JsonLine out;
   out.add("impl", "attnlab").add("config", o.config).add("threads", o.threads);
-  out.add("precision", blas::precision_name(o.precision));
+  out.add("precision", blas::precision_names().name(o.precision));
   out.add("steps", o.steps).add("warmup", o.warmup).add("params", model.table().size());
   out.add("tokens_per_step", tokens_per_step).add("loss", loss);
   out.add("forward_s", median(forward)).add("backward_s", median(backward));

@@ -2,6 +2,7 @@
 #include "core/app/decoding_settings.h"
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "core/app/cli.h"
@@ -24,10 +25,13 @@ void add_decoding_options(boost::program_options::options_description& options) 
       "average", po::value<std::string>(),
       "average the last K checkpoints (default: eval.average_last; 0 = newest only)")(
       "checkpoint", po::value<std::string>(),
-      "newest or best (ckpt/best.h5, the lowest dev loss; default: eval.checkpoint of the run)")(
-      "threads", po::value<int>(), "BLAS threads (default: cluster.threads_per_rank)")(
+      (eval_checkpoint_names().choices() +
+       " (best: ckpt/best.h5, the lowest dev loss; default: eval.checkpoint of the run)")
+          .c_str())("threads", po::value<int>(),
+                    "BLAS threads (default: cluster.threads_per_rank)")(
       "precision", po::value<std::string>(),
-      "fp32 or bf16 matrix products (default: train.precision of the run)");
+      (blas::precision_names().choices() + " matrix products (default: train.precision of the run)")
+          .c_str());
 }
 
 namespace {
@@ -58,18 +62,28 @@ EvalConfig overridden_eval(const boost::program_options::variables_map& values,
   return config.eval;
 }
 
+// The value of --<flag>, named in the key's own table, or the run's stored value without it.
+template <typename Enum>
+Enum flag_or_stored(const boost::program_options::variables_map& values, const char* flag,
+                    const EnumNames<Enum>& names, Enum stored) {
+  if (!values.count(flag)) return stored;
+  const std::string text = values[flag].as<std::string>();
+  const std::optional<Enum> value = names.find(text);
+  if (!value) {
+    throw UsageError(std::string("--") + flag + " must be one of " + names.choices() + ", got '" +
+                     text + "'");
+  }
+  return *value;
+}
+
 }  // namespace
 
 DecodingSettings decoding_settings(const boost::program_options::variables_map& values,
                                    const ExperimentConfig& stored) {
   DecodingSettings settings;
   const EvalConfig eval = overridden_eval(values, stored);
-  const std::string checkpoint =
-      values.count("checkpoint") ? values["checkpoint"].as<std::string>() : stored.eval.checkpoint;
-  if (checkpoint != "newest" && checkpoint != "best") {
-    throw UsageError("--checkpoint must be newest or best, got '" + checkpoint + "'");
-  }
-  settings.best = checkpoint == "best";
+  settings.best = flag_or_stored(values, "checkpoint", eval_checkpoint_names(),
+                                 stored.eval.checkpoint) == EvalCheckpoint::kBest;
   if (settings.best && values.count("average")) {
     throw UsageError("--average averages the newest checkpoints; it does not go with best");
   }
@@ -78,11 +92,9 @@ DecodingSettings decoding_settings(const boost::program_options::variables_map& 
   blas::set_threads(values.count("threads") ? values["threads"].as<int>()
                                             : static_cast<int>(stored.cluster.threads_per_rank));
   if (values.count("precision")) {
-    const std::string precision = values["precision"].as<std::string>();
-    if (precision != "fp32" && precision != "bf16") {
-      throw UsageError("--precision must be fp32 or bf16, got '" + precision + "'");
-    }
-    use_precision(precision, "--precision");
+    use_precision(
+        flag_or_stored(values, "precision", blas::precision_names(), stored.train.precision),
+        "--precision");
   } else {
     use_precision(stored.train.precision, "train.precision (the run's; --precision overrides it)");
   }

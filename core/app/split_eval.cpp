@@ -83,7 +83,7 @@ void evaluate_split(const SplitEvaluationRequest& request) {
     group.set_int("max_len_offset", beam.max_len_offset);
     group.set_int("average_last", average);
     group.set_string("checkpoint", settings.best ? "best" : "newest");
-    group.set_string("precision", blas::precision_name(blas::precision()));
+    group.set_string("precision", blas::precision_names().name(blas::precision()));
     group.set_string("checkpoints", joined(run.checkpoints));
     group.set_string("source", files.src);
     group.set_string("reference", files.tgt);

@@ -20,6 +20,12 @@ const EnumNames<DataTask>& data_task_names() {
   return names;
 }
 
+const EnumNames<EvalCheckpoint>& eval_checkpoint_names() {
+  static const EnumNames<EvalCheckpoint> names(
+      "eval.checkpoint", {{EvalCheckpoint::kNewest, "newest"}, {EvalCheckpoint::kBest, "best"}});
+  return names;
+}
+
 std::string to_string(DataTask task) { return data_task_names().name(task); }
 DataTask parse_data_task(const std::string& text) { return data_task_names().parse(text); }
 

@@ -8,6 +8,7 @@
 
 #include "core/model/model_config.h"
 #include "core/optim/lr_schedule.h"
+#include "core/tensor/blas.h"
 #include "core/util/enum_names.h"
 
 namespace attnlab {
@@ -90,20 +91,25 @@ struct TrainConfig {
   double clip = 0.0;                // max global gradient norm; 0 = off
   int64_t checkpoint_every = 1000;  // steps between checkpoints; 0 = only at the end
   int64_t keep_checkpoints = 5;     // newest checkpoints kept
-  // Operands of the float matrix products: fp32 | bf16 (mixed precision; see blas::Precision).
-  std::string precision = "fp32";
+  // Operands of the float matrix products (mixed precision with bf16; see blas::Precision).
+  blas::Precision precision = blas::Precision::kFp32;
 
   // Whether a stop rule may end training before `steps` (which is then only a cap).
   bool may_stop_sooner() const { return stop.patience > 0 || max_epochs > 0; }
 };
 
+// The parameters of a run's final evaluation and of eval/translate (eval.checkpoint): the newest
+// (or the average of eval.average_last), or ckpt/best.h5, the lowest dev loss.
+enum class EvalCheckpoint { kNewest, kBest };
+const EnumNames<EvalCheckpoint>& eval_checkpoint_names();
+
 struct EvalConfig {
   int64_t every = 1000;  // steps between dev evaluations; 0 = only at the end
   int64_t beam = 4;
-  double length_penalty = 0.6;        // GNMT alpha
-  int64_t max_len_offset = 50;        // max output length = source length + offset
-  int64_t average_last = 0;           // checkpoints averaged for the final evaluation; 0 = none
-  std::string checkpoint = "newest";  // newest | best: parameters of the final evaluation
+  double length_penalty = 0.6;  // GNMT alpha
+  int64_t max_len_offset = 50;  // max output length = source length + offset
+  int64_t average_last = 0;     // checkpoints averaged for the final evaluation; 0 = none
+  EvalCheckpoint checkpoint = EvalCheckpoint::kNewest;
   bool bleu_during_training = false;
   bool final_bleu = false;  // dev BLEU at the final evaluation even without bleu_during_training
   // Splits ("dev", "test") that `attnlab train` decodes with beam search once the run has

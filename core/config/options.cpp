@@ -410,10 +410,11 @@ std::vector<Option> build_options() {
       integer(ATTNLAB_FIELD(train.checkpoint_every), 0, kNoMax,
               "steps between checkpoints; 0 = only at the end"),
       integer(ATTNLAB_FIELD(train.keep_checkpoints), 1, kNoMax, "newest checkpoints kept"),
-      choice(ATTNLAB_FIELD(train.precision), {"fp32", "bf16"},
-             "operands of the matrix products: fp32, or bf16 rounded with fp32 accumulation and "
-             "results (weights, gradients, Adam, LayerNorm, softmax and the loss stay fp32); bf16 "
-             "needs a CPU with avx512_bf16 or amx_bf16"),
+      enumerated(
+          ATTNLAB_FIELD(train.precision), blas::precision_names(),
+          "operands of the matrix products: fp32, or bf16 rounded with fp32 accumulation and "
+          "results (weights, gradients, Adam, LayerNorm, softmax and the loss stay fp32); bf16 "
+          "needs a CPU with avx512_bf16 or amx_bf16"),
 
       integer(ATTNLAB_FIELD(eval.every), 0, kNoMax,
               "steps between dev evaluations; 0 = only at the end"),
@@ -424,9 +425,10 @@ std::vector<Option> build_options() {
               "max output length = source length + offset"),
       integer(ATTNLAB_FIELD(eval.average_last), 0, kNoMax,
               "checkpoints averaged for the final evaluation; 0 = none"),
-      choice(ATTNLAB_FIELD(eval.checkpoint), {"newest", "best"},
-             "parameters of the final evaluation and of eval/translate: newest (or the average of "
-             "eval.average_last), or best (ckpt/best.h5, the lowest dev loss)"),
+      enumerated(
+          ATTNLAB_FIELD(eval.checkpoint), eval_checkpoint_names(),
+          "parameters of the final evaluation and of eval/translate: newest (or the average of "
+          "eval.average_last), or best (ckpt/best.h5, the lowest dev loss)"),
       boolean(ATTNLAB_FIELD(eval.bleu_during_training),
               "beam-search BLEU at every evaluation, not only at the end"),
       boolean(ATTNLAB_FIELD(eval.final_bleu),

@@ -193,7 +193,7 @@ std::optional<RuleViolation> check_rules(const ExperimentConfig& unresolved) {
         concat("eval.average_last (", c.eval.average_last, ") must be <= train.keep_checkpoints (",
                c.train.keep_checkpoints, "): only kept checkpoints can be averaged")};
   }
-  if (c.eval.checkpoint == "best" && c.eval.average_last > 0) {
+  if (c.eval.checkpoint == EvalCheckpoint::kBest && c.eval.average_last > 0) {
     return RuleViolation{{"eval.checkpoint", "eval.average_last"},
                          concat("eval.checkpoint best and eval.average_last (", c.eval.average_last,
                                 ") both choose the final parameters; set average_last to 0 or "

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/util/enum_names.h"
+
 namespace attnlab::blas {
 
 // Operand precision of float products, process-wide (as PyTorch's
@@ -16,9 +18,8 @@ namespace attnlab::blas {
 enum class Precision { kFp32, kBf16 };
 void set_precision(Precision precision);
 Precision precision();
-// "fp32" | "bf16" and back; parse throws Error naming the allowed values.
-Precision parse_precision(const std::string& name);
-std::string precision_name(Precision precision);
+// "fp32" | "bf16": the names of train.precision, --precision and the logs, declared once.
+const EnumNames<Precision>& precision_names();
 
 // Why bf16 products cannot run natively on a CPU with these /proc/cpuinfo flags ("" when they
 // can: avx512_bf16 or amx_bf16 present). Names the flags found that matter. Pure, for tests.

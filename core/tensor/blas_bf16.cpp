@@ -81,14 +81,10 @@ dnnl::memory::desc matrix_desc(int64_t batch, int64_t rows, int64_t cols, bool t
 void set_precision(Precision precision) { g_precision = precision; }
 Precision precision() { return g_precision; }
 
-Precision parse_precision(const std::string& name) {
-  if (name == "fp32") return Precision::kFp32;
-  if (name == "bf16") return Precision::kBf16;
-  throw Error("unknown precision '" + name + "' (expected fp32 or bf16)");
-}
-
-std::string precision_name(Precision precision) {
-  return precision == Precision::kBf16 ? "bf16" : "fp32";
+const EnumNames<Precision>& precision_names() {
+  static const EnumNames<Precision> names("train.precision",
+                                          {{Precision::kFp32, "fp32"}, {Precision::kBf16, "bf16"}});
+  return names;
 }
 
 std::string bf16_unsupported_reason(const std::string& flags) {

@@ -5,8 +5,7 @@
 
 namespace attnlab {
 
-void use_precision(const std::string& name, const std::string& key) {
-  const blas::Precision precision = blas::parse_precision(name);
+void use_precision(blas::Precision precision, const std::string& key) {
   if (precision == blas::Precision::kBf16) {
     const std::string reason = blas::bf16_unsupported_reason();
     if (!reason.empty()) {

@@ -204,12 +204,12 @@ FinalParameters load_final_parameters(Trainer& trainer, const std::string& dir, 
   Transformer<float>& model = trainer.model();
   FinalParameters chosen{"newest (step " + std::to_string(trainer.step()) + ")", trainer.step()};
   const int64_t best_step = trainer.stopping().state().best_step;
-  if (eval.checkpoint == "best" && best_step > 0 && best_step != trainer.step()) {
+  if (eval.checkpoint == EvalCheckpoint::kBest && best_step > 0 && best_step != trainer.step()) {
     if (lead)
       read_checkpoint_params(best_checkpoint_path(dir), model.table(), model.params().data());
     chosen = {"best (step " + std::to_string(best_step) + ")", best_step,
               io::FinalCheckpoint::kBest};
-  } else if (eval.checkpoint == "best") {
+  } else if (eval.checkpoint == EvalCheckpoint::kBest) {
     chosen.description = "best (step " + std::to_string(trainer.step()) + ", the newest)";
     chosen.kind = io::FinalCheckpoint::kBest;
   } else if (eval.average_last >= 1) {

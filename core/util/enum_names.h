@@ -4,6 +4,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,13 +25,20 @@ class EnumNames {
     }
   }
 
-  // The value named `text`; throws Error "<key> '<text>' must be one of a | b" otherwise.
-  Enum parse(const std::string& text) const {
+  // The value named `text`, or none (for a caller that words its own error, as a command-line
+  // flag does).
+  std::optional<Enum> find(const std::string& text) const {
     for (const auto& [value, name] : names_) {
       if (text == name) return value;
     }
-    CHECK(false) << key_ << " '" << text << "' must be one of " << choices_;
-    return names_.front().first;
+    return std::nullopt;
+  }
+
+  // The value named `text`; throws Error "<key> '<text>' must be one of a | b" otherwise.
+  Enum parse(const std::string& text) const {
+    const std::optional<Enum> value = find(text);
+    CHECK(value.has_value()) << key_ << " '" << text << "' must be one of " << choices_;
+    return *value;
   }
 
   // The name of `value` (every value of the enum is in the table; a missing one is a bug).

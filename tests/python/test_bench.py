@@ -265,7 +265,7 @@ def test_train_bench_records_bf16_precision_and_its_peak():
 def test_train_bench_rejects_an_unknown_precision():
     done = run_train_bench("--precision", "fp16")
     assert done.returncode == 1
-    assert "unknown precision 'fp16' (expected fp32 or bf16)" in done.stderr
+    assert "--precision 'fp16' must be one of fp32 | bf16" in done.stderr
 
 
 def test_train_bench_refuses_bf16_on_a_cpu_without_it(tmp_path):

@@ -420,7 +420,11 @@ def test_eval_and_translate_take_the_runs_precision_or_precision(attnlab, traine
     assert fp32["precision"] == "fp32"
     unknown = attnlab_in(attnlab, trained, "eval", "run", "--precision", "fp16", check=False)
     assert unknown.returncode == 2
-    assert "--precision must be fp32 or bf16, got 'fp16'" in unknown.stderr
+    assert "--precision must be one of fp32 | bf16, got 'fp16'" in unknown.stderr
+    newest_or_best = attnlab_in(attnlab, trained, "eval", "run", "--checkpoint", "last",
+                                check=False)
+    assert newest_or_best.returncode == 2
+    assert "--checkpoint must be one of newest | best, got 'last'" in newest_or_best.stderr
     if not NATIVE_BF16:
         pytest.skip(NO_BF16)
     attnlab_in(attnlab, trained, "eval", "run", "--split", "test", "--group", "eval_test_bf16",

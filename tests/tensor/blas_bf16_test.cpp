@@ -160,9 +160,11 @@ TEST(Bf16Support, NamesWhatTheCpuLacksAndHas) {
 }
 
 TEST(Bf16Support, PrecisionNamesRoundTrip) {
-  EXPECT_EQ(blas::parse_precision("bf16"), blas::Precision::kBf16);
-  EXPECT_EQ(blas::precision_name(blas::parse_precision("fp32")), "fp32");
-  EXPECT_THROW(blas::parse_precision("fp16"), Error);
+  EXPECT_EQ(blas::precision_names().parse("bf16"), blas::Precision::kBf16);
+  EXPECT_EQ(blas::precision_names().name(blas::precision_names().parse("fp32")), "fp32");
+  EXPECT_THROW(blas::precision_names().parse("fp16"), Error);
+  EXPECT_FALSE(blas::precision_names().find("fp16").has_value());
+  EXPECT_EQ(blas::precision_names().choices(), "fp32 | bf16");
 }
 
 }  // namespace
