@@ -45,7 +45,7 @@ def learning_curves(sweep, out_dir):
     its dev PPL per block only, so no panel repeats another."""
     train = sweep.series("train")
     evaluation = sweep.series("eval")
-    completed = set(sweep.runs.loc[sweep.runs["status"] == "completed", "run_id"])
+    completed = set(sweep.completed_runs()["run_id"])
     if train.empty and evaluation.empty:
         return [], "learning curves: no run has logged a training or evaluation row yet."
     # NLL, not the training loss: rows with other label smoothing have losses on other scales.

@@ -24,6 +24,7 @@ from plotly.offline import get_plotlyjs
 
 from analysis import render
 from analysis.figures import STACK_TITLES, probe_maps
+from analysis.runfile import RunStatus
 
 PAGE = "report.html"
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
@@ -110,7 +111,7 @@ def curve_figure(sweep, kind, column, title, y_title, log_y):
         by_step = part.groupby("step")[column]
         steps = by_step.mean().index.to_numpy()
         run_ids = sorted(part["run_id"].unique(), key=lambda r: runs.at[r, "seed"])
-        unfinished = sum(runs.at[r, "status"] != "completed" for r in run_ids)
+        unfinished = sum(runs.at[r, "status"] != RunStatus.COMPLETED for r in run_ids)
         label = f"{row.key} (n={len(run_ids)}" + (f", {unfinished} not completed)"
                                                   if unfinished else ")")
         if len(run_ids) > 1:
@@ -169,7 +170,7 @@ def effect_figure(sweep, table):
     seeds, means, unfinished, paper = ([], [], []), ([], []), ([], [], []), ([], [])
     for position, key in enumerate(keys):
         frame = sweep.runs[sweep.runs["row"] == key].sort_values("seed")
-        done = frame[(frame["status"] == "completed") & frame[metric.run_key].notna()]
+        done = frame[(frame["status"] == RunStatus.COMPLETED) & frame[metric.run_key].notna()]
         for index, (_, run) in enumerate(done.iterrows()):
             # Seeds side by side over +-0.15 around the row's position.
             offset = 0.0 if len(done) == 1 else 0.3 * (index / (len(done) - 1) - 0.5)
@@ -180,7 +181,7 @@ def effect_figure(sweep, table):
         if np.isfinite(record.get("ppl_mean", math.nan)):
             means[0].append(position)
             means[1].append(change(record["ppl_mean"], base_mean))
-        for _, run in frame[frame["status"] != "completed"].iterrows():
+        for _, run in frame[frame["status"] != RunStatus.COMPLETED].iterrows():
             data = sweep.data.get(run["run_id"])
             if data is None or "ppl" not in data.eval or data.eval.empty:
                 continue

@@ -31,7 +31,7 @@ PEAK, WARMUP = "train.lr.peak", "train.lr.warmup"
 
 def pilot_frame(sweep):
     """One line per (row, peak, warmup): seeds, mean/std/min/max final dev PPL."""
-    runs = sweep.runs[sweep.runs["status"] == "completed"]
+    runs = sweep.completed_runs()
     if runs.empty:
         raise AnalysisError(f"{sweep.directory}: no completed pilot run")
     for key in (PEAK, WARMUP):

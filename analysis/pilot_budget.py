@@ -61,7 +61,7 @@ def learns(cross_attention, drop):
 def run_frame(sweep):
     """One line per completed run: model row, rate, seed, dev PPL, cross-attention, drop,
     learns."""
-    runs = sweep.runs[sweep.runs["status"] == "completed"]
+    runs = sweep.completed_runs()
     if runs.empty:
         raise AnalysisError(f"{sweep.directory}: no completed pilot run")
     if RATE not in runs:
@@ -230,7 +230,7 @@ def load_stages(first, longer):
     evaluation = pd.concat([sweep.series("eval") for sweep in sweeps], ignore_index=True)
     warmups = set()
     for sweep in sweeps:
-        warmups |= set(sweep.runs.loc[sweep.runs["status"] == "completed", "train.lr.warmup"])
+        warmups |= set(sweep.completed_runs()["train.lr.warmup"])
     if len(warmups) != 1:
         raise AnalysisError(f"{first}: the pilot's runs must share one warmup, found "
                             f"{sorted(warmups)}")

@@ -33,7 +33,7 @@ ORDER = ("fp32", "bf16")
 
 def evaluations(sweep):
     """The completed runs' dev evaluations with each run's precision; both precisions needed."""
-    runs = sweep.runs[sweep.runs["status"] == "completed"]
+    runs = sweep.completed_runs()
     if runs.empty:
         raise AnalysisError(f"{sweep.directory}: no completed run")
     if PRECISION not in runs:

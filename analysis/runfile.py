@@ -5,6 +5,7 @@ HDF5's file lock, and a series is read up to its shortest column (its complete r
 """
 
 import dataclasses
+import enum
 import faulthandler
 import os
 import re
@@ -20,7 +21,7 @@ from analysis.manifest import load_yaml
 
 SCHEMA = "attnlab-run"
 SCHEMA_VERSIONS = (1,)
-STATUSES = ("running", "completed", "failed", "preempted")
+
 # /summary final_checkpoint_kind (core/io/run_state.h): the parameters a final evaluation scored.
 FINAL_CHECKPOINT_KINDS = ("newest", "best", "average")
 # Run logs written before final_checkpoint_kind and final_checkpoint_step existed say it only in
@@ -28,6 +29,16 @@ FINAL_CHECKPOINT_KINDS = ("newest", "best", "average")
 # newest)", "average of 5 (steps 600, 700, 800)".
 _OLD_FINAL_CHECKPOINT = re.compile(r"(best|newest) \(step (\d+)(?:, the newest)?\)")
 STACKS = ("encoder_self", "decoder_self", "decoder_cross")
+
+
+class RunStatus(enum.StrEnum):
+    """The root attribute `status`, named as core/io/run_state.cpp's run_status_names() writes it
+    (tests/python/test_run_schema.py checks that the two lists are the same). A member equals its
+    name, so it compares with a frame's column: `runs["status"] == RunStatus.COMPLETED`."""
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    PREEMPTED = "preempted"
 
 
 @dataclasses.dataclass

@@ -1,12 +1,13 @@
 """A sweep directory (runs/<sweep>/) loaded into pandas: one row per run, rows of the table,
 the base row, and what is missing.
 
-With a manifest.yaml, the manifest is the list of runs: a run without a run.h5 is "missing",
+With a manifest.yaml, the manifest is the list of runs: a run without a run.h5 is missing,
 and the table's rows and groups are the sweep's. Without one, every <dir>/run.h5 is a run and
 runs that differ only in seed form a row.
 """
 
 import dataclasses
+import enum
 import pathlib
 import re
 
@@ -16,7 +17,7 @@ import pandas as pd
 from analysis.convergence import FAILED, IMPROVING, assess_run
 from analysis.errors import AnalysisError
 from analysis.manifest import read_manifest
-from analysis.runfile import read_run
+from analysis.runfile import RunStatus, read_run
 from analysis.source_attention import dev_cross_attention
 
 MANIFEST = "manifest.yaml"
@@ -26,6 +27,15 @@ RUN_ATTRS = ("run_id", "sweep_id", "status", "seed", "world_size", "threads", "h
              "git_commit", "git_diff_sha256", "schema_version")
 # Config keys that say where and under which name a run goes, not what it is.
 _PLACEMENT_KEYS = re.compile(r"^(name|seed|log\.dir|cluster\..*)$")
+
+
+class LoadStatus(enum.StrEnum):
+    """The status Sweep.runs gives a run in place of its file's RunStatus when the file is of no
+    use: not written yet, unreadable, or holding a half-written series. Such a run is incomplete
+    and left out of every mean. The frame holds plain names (`.value`), as for the file's status."""
+    MISSING = "missing"
+    UNREADABLE = "unreadable"
+    DAMAGED = "damaged"
 
 
 @dataclasses.dataclass
@@ -61,17 +71,26 @@ class Sweep:
         """The key of the row `row_key` is compared with: its `versus` row, else the base row."""
         return self.row(row_key).versus or self.base
 
+    def completed_runs(self, row_key=None):
+        """The completed runs (status RunStatus.COMPLETED), of the row `row_key` when given."""
+        return self._of_row(self.runs[self.runs["status"] == RunStatus.COMPLETED], row_key)
+
+    def incomplete(self, row_key=None):
+        """The runs that are not completed (missing, running, failed, preempted, unreadable,
+        damaged), of the row `row_key` when given."""
+        return self._of_row(self.runs[self.runs["status"] != RunStatus.COMPLETED], row_key)
+
+    @staticmethod
+    def _of_row(frame, row_key):
+        return frame if row_key is None else frame[frame["row"] == row_key]
+
     def completed(self, row_key):
         """Run ids of the row's completed runs, in seed order."""
-        frame = self.runs[(self.runs["row"] == row_key) & (self.runs["status"] == "completed")]
-        return list(frame.sort_values("seed")["run_id"])
-
-    def _completed_frame(self, row_key):
-        return self.runs[(self.runs["row"] == row_key) & (self.runs["status"] == "completed")]
+        return list(self.completed_runs(row_key).sort_values("seed")["run_id"])
 
     def statuses(self, row_key):
         """{convergence status: count} over the row's completed runs (analysis/convergence.py)."""
-        frame = self._completed_frame(row_key)
+        frame = self.completed_runs(row_key)
         if "convergence_status" not in frame:
             return {}
         return frame["convergence_status"].value_counts().to_dict()
@@ -79,7 +98,7 @@ class Sweep:
     def unconverged(self, row_key):
         """Completed runs of the row that learned but neither converged nor ran a fixed budget
         to its end (status "stopped while improving")."""
-        frame = self._completed_frame(row_key)
+        frame = self.completed_runs(row_key)
         if "convergence_status" not in frame:
             return list(frame["run_id"])
         return list(frame[frame["convergence_status"] == IMPROVING]["run_id"])
@@ -87,7 +106,7 @@ class Sweep:
     def failed(self, row_key):
         """{run id: (diagnostic, dev cross-attention)} of the row's completed runs that failed to
         learn."""
-        frame = self._completed_frame(row_key)
+        frame = self.completed_runs(row_key)
         if "convergence_status" not in frame:
             return {}
         failed = frame[frame["convergence_status"] == FAILED]
@@ -97,14 +116,10 @@ class Sweep:
     def dirty(self, row_key):
         """Run ids of the row's completed runs built from a working tree with uncommitted
         changes (a git_commit ending in -dirty)."""
-        frame = self._completed_frame(row_key)
+        frame = self.completed_runs(row_key)
         if "git_commit" not in frame:
             return []
         return list(frame[frame["git_commit"].astype(str).str.endswith("-dirty")]["run_id"])
-
-    def incomplete(self):
-        """The runs that are not completed (missing, running, failed, preempted)."""
-        return self.runs[self.runs["status"] != "completed"]
 
     def series(self, kind):
         """A tidy frame of /train or /eval over all read runs: run_id, row, group, seed, then
@@ -114,7 +129,7 @@ class Sweep:
 
 def _run_record(run_id, name, row, group, seed, path):
     return {"run_id": run_id, "name": name, "row": row, "group": group, "seed": seed,
-            "path": str(path), "status": "missing"}
+            "path": str(path), "status": LoadStatus.MISSING.value}
 
 
 # Table metrics of a run: the first /summary attribute present, else the last /eval value.
@@ -209,7 +224,7 @@ def _mark_half_written(record, loaded, notes):
     (so it is left out of every mean) and a note names the groups."""
     if not loaded.damaged:
         return
-    record["status"] = "damaged"
+    record["status"] = LoadStatus.DAMAGED.value
     notes.append(f"damaged run file (a rerun of the sweep resumes and repairs it), left out of "
                  f"every mean: {record['name']} (id {record['run_id']}): "
                  + "; ".join(loaded.damaged))
@@ -234,7 +249,7 @@ def _load_from_manifest(directory, manifest, with_attention, unigram_ppl=None):
                 loaded = read_run(path, with_attention=with_attention)
             except AnalysisError as error:
                 # One damaged file leaves its run out of the means; the rest are reported.
-                record["status"] = "unreadable"
+                record["status"] = LoadStatus.UNREADABLE.value
                 notes_damaged.append(f"{run.name} (id {run.id}): {error}")
             else:
                 data[run.id] = loaded

@@ -57,7 +57,7 @@ def read_run(run_dir):
     """Time per step and rate of a finished run, from its run.h5 (read by analysis.runfile)."""
     # Imported here so that --render-only needs only csv.
     import numpy as np
-    from analysis.runfile import read_run as read_run_file
+    from analysis.runfile import RunStatus, read_run as read_run_file
     data = read_run_file(Path(run_dir) / "run.h5", with_attention=False)
     status = data.status
     world = int(data.attrs["world_size"])
@@ -65,7 +65,7 @@ def read_run(run_dir):
     steps = data.train["step"].to_numpy(dtype=float)
     wall = data.train["wall_time"].to_numpy(dtype=float)
     tokens = data.train["tokens"].to_numpy(dtype=float)
-    if status != "completed":
+    if status != RunStatus.COMPLETED:
         raise RuntimeError(f"{run_dir}: status {status}")
     skip = max(5, int(steps[-1]) // 10)
     first = int(np.searchsorted(steps, skip))

@@ -21,6 +21,7 @@ import sys
 import numpy as np
 
 from analysis.errors import EXIT_FAILURE, AnalysisError, command_line, report_error
+from analysis.runfile import RunStatus
 from analysis.studies import heads, positions_length, sqrt_dk, warmup_norm
 from analysis.studies.common import ROOT, TIMING, call, fmt
 from analysis.sweep import load_sweep
@@ -61,7 +62,7 @@ def _sweep_span(sweep):
     logged wall_time."""
     starts, ends = [], []
     for run in sweep.data.values():
-        if run.status != "completed" or not run.attrs.get("created"):
+        if run.status != RunStatus.COMPLETED or not run.attrs.get("created"):
             continue
         created = datetime.datetime.fromisoformat(str(run.attrs["created"]).replace("Z", "+00:00"))
         start = created.timestamp()
@@ -92,7 +93,7 @@ def write_page(args):
         lines, _ = SECTIONS[study](sweep, out_dir, page)
         body += lines
     runs = [run for sweep in sweeps.values() for run in sweep.data.values()
-            if run.status == "completed"]
+            if run.status == RunStatus.COMPLETED]
     hosts = sorted({str(r.attrs.get("host", "?")) for r in runs})
     commits = sorted({str(r.attrs.get("git_commit", "?")) for r in runs})
     created = sorted(str(r.attrs.get("created", "")) for r in runs if r.attrs.get("created"))
@@ -123,7 +124,7 @@ def write_page(args):
                       f"{timing['positions_length_eval'] / 60:.1f} min.")
     budget = []
     for study, sweep in sweeps.items():
-        done = [r for r in sweep.data.values() if r.status == "completed"]
+        done = [r for r in sweep.data.values() if r.status == RunStatus.COMPLETED]
         if done:
             ppl = [float(r.summary.get("final_dev_ppl", np.nan)) for r in done]
             budget.append(f"{study} {int(done[0].config['train.steps'])} steps of "

@@ -13,6 +13,7 @@ sys.path.insert(0, str(ROOT))
 
 from analysis.errors import AnalysisError  # noqa: E402
 from analysis.precision_pilot import evaluations, margins  # noqa: E402
+from analysis.sweep import Sweep  # noqa: E402
 
 
 def frame(rows):
@@ -37,9 +38,13 @@ def test_margins_compare_the_mean_difference_with_the_seeds_spread():
     assert not bool(result.at[200, "within"])
 
 
-class FakeSweep:
+class FakeSweep(Sweep):
+    """A sweep of the runs frame `runs` whose /eval series is `evals`."""
+
     def __init__(self, runs, evals):
-        self.runs, self._evals, self.directory = runs, evals, "runs/fake"
+        super().__init__(directory="runs/fake", name="fake", manifest=None, runs=runs, data={},
+                         rows=[], base="", base_note="", notes=[])
+        self._evals = evals
 
     def series(self, kind):
         assert kind == "eval"

@@ -17,6 +17,8 @@ import h5py
 import numpy as np
 import pytest
 
+from analysis.runfile import RunStatus
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCHEMA_DOC = ROOT / "docs" / "hdf5-schema.md"
 
@@ -29,7 +31,6 @@ ROOT_ATTRIBUTES = {
 }
 TRAIN_COLUMNS = {"step", "tokens", "loss", "nll", "lr", "grad_norm", "tokens_per_sec", "wall_time"}
 EVAL_COLUMNS = {"step", "loss", "nll", "ppl"}
-STATUSES = {"running", "completed", "failed", "preempted"}
 STACKS = {"encoder_self", "decoder_self", "decoder_cross"}
 
 
@@ -70,10 +71,24 @@ def test_root_attributes_have_their_types(run):
     assert dirty or run.attrs["git_diff_sha256"] == ""
     assert run.attrs["schema"] == "attnlab-run"
     assert run.attrs["schema_version"] == 1
-    assert run.attrs["status"] in STATUSES
+    assert run.attrs["status"] in set(RunStatus)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", run.attrs["created"])
     assert run.attrs["world_size"] >= 1 and run.attrs["threads"] >= 1
     assert run.attrs["config_yaml"].strip() and run.attrs["run_id"]
+
+
+def test_the_analysis_names_the_statuses_attnlab_writes(run_file, attnlab, tmp_path):
+    """analysis.runfile.RunStatus is core/io/run_state.cpp's list of statuses, in its order:
+    attnlab, reading a run file whose status it does not know, names the ones it knows."""
+    unknown = tmp_path / "run.h5"
+    shutil.copy(run_file, unknown)
+    with h5py.File(unknown, "a") as file:
+        file.attrs["status"] = "no such status"
+    result = subprocess.run([str(attnlab), "inspect", str(unknown)], capture_output=True,
+                            text=True, timeout=60)
+    known = re.search(r"status 'no such status' must be one of (.+)$", result.stderr, re.M)
+    assert result.returncode != 0 and known, result.stderr
+    assert known.group(1).split(" | ") == [status.value for status in RunStatus]
 
 
 def test_sections_exist(run):
