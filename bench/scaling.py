@@ -132,14 +132,57 @@ def slurm_down(args):
 
 
 def measure(args):
+    """Everything of the module docstring: the training runs of each layout and the link probes
+    (on the two-node Slurm), attnlab plan's predictions from them, meta.json and the page."""
     started_at = time.monotonic()
-    work = Path(args.work)
+    work = fresh_work_dir(Path(args.work))
+    binary = Path(args.binary).resolve()
+    env = train_env()
+    patterns = pause_patterns(args)
+    pauser = pauser_resumed_on_exit(patterns, work)
+    load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    steps = steps_per_model(args.steps)
+    files = {m: write_experiment(work, m, steps[m]) for m in MODELS}
+    probe = build_probe(work) if not args.no_probe else None
+    runs, net = measure_on_slurm(args, binary, env, pauser, files, probe)
+
+    # attnlab plan with the measured rate and link.
+    bandwidth, latency = link_between_nodes(net)
+    rates = {m: median(r["rate_gflops_core"] for r in used_runs(runs, m, "1rank"))
+             for m in MODELS}
+    plan_rows = local_plan_rows(binary, work, files, rates, bandwidth, latency)
+    # The paper's Table 3 on a CPU cluster, at the per-core rate of the wider model here.
+    rate = rates["wide"]
+    plan_rows += paper_plan_rows(binary, work, rate)
+    exact = exact_plan(binary, rate)
+    results = Path(args.results)
+    write_csv(results / "plan.csv", PLAN_FIELDS, plan_rows)
+    write_exact_plan(results, rate, exact)
+
+    meta = machine_facts(binary, env)
+    meta.update(run_facts(args, steps, started_at, load_start, patterns, pauser))
+    (results / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    blocks = write_page(Path(args.page), results)
+    print("\n\n".join(blocks.values()))
+    print(f"\nwrote {args.page} and {results}/ in {meta['minutes']:.1f} minutes")
+
+
+def fresh_work_dir(work):
+    """`work`, emptied: runs and scratch files of an earlier measurement are removed."""
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    binary = Path(args.binary).resolve()
-    env = train_env()
-    patterns = args.pause + [p for p in os.environ.get("SCALING_PAUSE", "").split(":") if p]
+    return work
+
+
+def pause_patterns(args):
+    """The command-line substrings of the processes to pause: --pause, then SCALING_PAUSE."""
+    return args.pause + [p for p in os.environ.get("SCALING_PAUSE", "").split(":") if p]
+
+
+def pauser_resumed_on_exit(patterns, work):
+    """The Pauser of `patterns`; what it stopped gets SIGCONT when this script exits, and on
+    SIGTERM, SIGINT or SIGHUP, which then end the script."""
     pauser = Pauser(patterns, work / "paused.pids")
     atexit.register(pauser.resume)
 
@@ -149,59 +192,26 @@ def measure(args):
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, on_signal)
+    return pauser
 
-    load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+def steps_per_model(spec):
+    """DEFAULT_STEPS with the overrides of --steps ("base=300,wide=80")."""
     steps = dict(DEFAULT_STEPS)
-    for item in args.steps.split(",") if args.steps else []:
+    for item in spec.split(",") if spec else []:
         model, value = item.split("=")
         steps[model] = int(value)
-    files = {m: write_experiment(work, m, steps[m]) for m in MODELS}
-    probe = build_probe(work) if not args.no_probe else None
+    return steps
 
+
+def measure_on_slurm(args, binary, env, pauser, files, probe):
+    """(runs, net): the training runs of every layout, then the link probes, with the two-node
+    Slurm up; afterwards paused processes continue and Slurm goes down (unless --keep-slurm)."""
     senv = slurm_up(args)
     senv.update({k: v for k, v in env.items() if k.startswith(("OMP_", "OPENBLAS_"))})
-    runs, net = [], []
+    net = []
     try:
-        configs = [(m, layout) for m in MODELS for layout in LAYOUTS]
-        order = 0
-        for rep in range(1, args.max_reps + 1):
-            shift = (rep - 1) % len(configs)
-            wanted = [c for c in configs[shift:] + configs[:shift]
-                      if len([r for r in runs if (r["model"], r["layout"]) == c
-                              and is_clean(r)]) < args.reps]
-            if not wanted:
-                break
-            for model, layout in wanted:
-                order += 1
-                experiment, sweep, _plan = files[model]
-                out = work / "runs" / f"{model}-{layout}-{rep}"
-                stamp = datetime.datetime.now().strftime("%H:%M:%S")
-                with Window(pauser, args.resume_seconds, args.quiet, args.quiet_wait) as window:
-                    if layout == "2nodes":
-                        usage = run_slurm(binary, sweep, out, senv, args.max_window, window,
-                                          args.slurm_net)
-                        run = read_run(run_dir_of(out, sweep))
-                    else:
-                        ranks = 1 if layout == "1rank" else 2
-                        usage = run_local(binary, experiment, ranks, out, env, args.max_window,
-                                          window)
-                        run = read_run(out)
-                row = dict(model=model, layout=layout, rep=rep, order=order, started=stamp,
-                           **run, **usage, load1_before=f"{window.load_before:.2f}",
-                           busy_before=f"{window.busy_before:.2f}", waited_s=f"{window.waited:.0f}",
-                           others_cores=f"{window.others_cores:.3f}",
-                           others_top=window.others_top, paused=window.paused)
-                for key in ("step_s", "step_s_median"):
-                    row[key] = f"{row[key]:.5f}"
-                for key in ("rate_gflops_core", "cpu_s", "wall_s"):
-                    row[key] = f"{row[key]:.3f}"
-                row["flops_per_step"] = f"{row['flops_per_step']:.6g}"
-                runs.append(row)
-                print(f"[{stamp}] rep {rep} {model:5s} {layout:12s} {row['step_s']} s/step, "
-                      f"cpu {row['cpu_s']} s over {row['wall_s']} s, sessions "
-                      f"{row['rank_sessions']}, busy before {row['busy_before']}, others "
-                      f"{row['others_cores']} cores ({row['others_top']})", flush=True)
-                write_csv(Path(args.results) / "measurements.csv", RUN_FIELDS, runs)
+        runs = measure_layouts(args, binary, env, senv, pauser, files)
         params = {m: next(int(r["params"]) for r in runs if r["model"] == m) for m in MODELS}
         for rep in range(1, args.net_reps + 1):
             net += measure_link(args, pauser, rep, probe, params, env)
@@ -211,14 +221,75 @@ def measure(args):
         pauser.resume()
         if not args.keep_slurm:
             slurm_down(args)
+    return runs, net
 
-    # attnlab plan with the measured rate and link.
+
+def measure_layouts(args, binary, env, senv, pauser, files):
+    """Rows of measurements.csv (rewritten after each run): each round trains every (model,
+    layout) that has fewer than --reps clean runs, starting one further along the list than the
+    round before; at most --max-reps rounds."""
+    runs = []
+    configs = [(m, layout) for m in MODELS for layout in LAYOUTS]
+    order = 0
+    for rep in range(1, args.max_reps + 1):
+        shift = (rep - 1) % len(configs)
+        wanted = [c for c in configs[shift:] + configs[:shift]
+                  if len([r for r in runs if (r["model"], r["layout"]) == c
+                          and is_clean(r)]) < args.reps]
+        if not wanted:
+            break
+        for model, layout in wanted:
+            order += 1
+            row = train_once(args, binary, env, senv, pauser, files[model], model, layout, rep,
+                             order)
+            runs.append(row)
+            print(f"[{row['started']}] rep {rep} {model:5s} {layout:12s} {row['step_s']} s/step, "
+                  f"cpu {row['cpu_s']} s over {row['wall_s']} s, sessions "
+                  f"{row['rank_sessions']}, busy before {row['busy_before']}, others "
+                  f"{row['others_cores']} cores ({row['others_top']})", flush=True)
+            write_csv(Path(args.results) / "measurements.csv", RUN_FIELDS, runs)
+    return runs
+
+
+def train_once(args, binary, env, senv, pauser, model_files, model, layout, rep, order):
+    """One training run of `model` in `layout` inside a pause window: its measurements.csv row."""
+    experiment, sweep, _plan = model_files
+    out = Path(args.work) / "runs" / f"{model}-{layout}-{rep}"
+    stamp = datetime.datetime.now().strftime("%H:%M:%S")
+    with Window(pauser, args.resume_seconds, args.quiet, args.quiet_wait) as window:
+        if layout == "2nodes":
+            usage = run_slurm(binary, sweep, out, senv, args.max_window, window, args.slurm_net)
+            run = read_run(run_dir_of(out, sweep))
+        else:
+            ranks = 1 if layout == "1rank" else 2
+            usage = run_local(binary, experiment, ranks, out, env, args.max_window, window)
+            run = read_run(out)
+    row = dict(model=model, layout=layout, rep=rep, order=order, started=stamp,
+               **run, **usage, load1_before=f"{window.load_before:.2f}",
+               busy_before=f"{window.busy_before:.2f}", waited_s=f"{window.waited:.0f}",
+               others_cores=f"{window.others_cores:.3f}",
+               others_top=window.others_top, paused=window.paused)
+    for key in ("step_s", "step_s_median"):
+        row[key] = f"{row[key]:.5f}"
+    for key in ("rate_gflops_core", "cpu_s", "wall_s"):
+        row[key] = f"{row[key]:.3f}"
+    row["flops_per_step"] = f"{row['flops_per_step']:.6g}"
+    return row
+
+
+def link_between_nodes(net):
+    """(GB/s, us): the medians of the TCP bulk transfers and of the half round trips between
+    the two nodes."""
     bandwidth = median(r["value"] for r in net if r["quantity"] == "TCP bulk transfer, 64 MiB"
                        and r["path"] == "2 nodes (veth)")
     latency = median(r["value"] for r in net if r["quantity"] == "TCP round trip, 8 bytes, / 2"
                      and r["path"] == "2 nodes (veth)")
-    rates = {m: median(r["rate_gflops_core"] for r in used_runs(runs, m, "1rank"))
-             for m in MODELS}
+    return bandwidth, latency
+
+
+def local_plan_rows(binary, work, files, rates, bandwidth, latency):
+    """plan.csv rows of source "local": attnlab plan for each model on this machine's profiles
+    (1 or 2 cores per node; the measured link or the default one) at the model's 1-rank rate."""
     plan_rows = []
     profiles = {}
     for cores in (1, 2):
@@ -239,18 +310,21 @@ def measure(args):
                     latency_us=latency if "measured" in name else 5,
                     rate_gflops_core=f"{rates[model]:.4f}", steps=steps_, gflop_step=gflop,
                     params=params_, nodes=nodes, compute_s=compute, comm_s=comm, efficiency=eff))
-    # The paper's Table 3 on a CPU cluster, at the per-core rate of the wider model here.
-    rate = rates["wide"]
+    return plan_rows
+
+
+def paper_plan_rows(binary, work, rate):
+    """plan.csv rows of source "paper": attnlab plan for the paper's base and big models at
+    `rate` on example-hpc.yaml as it is and on an assumed 48-core-node cluster."""
+    plan_rows = []
     assumed = write_profile(work / "assumed-cluster.yaml", ASSUMED_CLUSTER["cores_per_node"],
                             ASSUMED_CLUSTER["network_bandwidth"],
                             ASSUMED_CLUSTER["network_latency_us"], base=EXAMPLE_HPC)
-    paper_text = {}
     for label, profile in ((f"{EXAMPLE_HPC.relative_to(ROOT)} as it is", EXAMPLE_HPC),
                            ("an assumed 48-core-node cluster (example-hpc.yaml with cores_per_node "
                             "48, 12.5 GB/s, 2 us)", assumed)):
         for row_name in ("base", "big"):
             result = run_plan(binary, paper_sweep(work, row_name), profile, rate)
-            paper_text[f"{label} / {row_name}"] = result["text"]
             (_runs, steps_, gflop, params_) = result["rows"][row_name]
             header = re.search(r"cluster: (\d+) cores per node, (\S+) GB/s and (\S+) us",
                                result["text"])
@@ -260,19 +334,29 @@ def measure(args):
                     bandwidth_gbs=header.group(2), latency_us=header.group(3),
                     rate_gflops_core=f"{rate:.4f}", steps=steps_, gflop_step=gflop,
                     params=params_, nodes=nodes, compute_s=compute, comm_s=comm, efficiency=eff))
-    # The exact command of the page, on the whole Table 3 sweep: it must work without the data.
-    exact = subprocess.run([str(binary), "plan", str(PAPER.relative_to(ROOT)), "--profile",
-                            str(EXAMPLE_HPC.relative_to(ROOT)), "--rate", f"{rate:.2f}"],
-                           capture_output=True, text=True, cwd=ROOT, timeout=120)
-    results = Path(args.results)
-    write_csv(results / "plan.csv", PLAN_FIELDS, plan_rows)
+    return plan_rows
+
+
+def exact_plan(binary, rate):
+    """The exact command of the page, on the whole Table 3 sweep: it must work without the
+    data."""
+    return subprocess.run([str(binary), "plan", str(PAPER.relative_to(ROOT)), "--profile",
+                           str(EXAMPLE_HPC.relative_to(ROOT)), "--rate", f"{rate:.2f}"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def write_exact_plan(results, rate, exact):
+    """plan-table3.txt: the command of exact_plan, its exit code and its output."""
     (results / "plan-table3.txt").write_text(
         f"$ attnlab plan {PAPER.relative_to(ROOT)} --profile {EXAMPLE_HPC.relative_to(ROOT)} "
         f"--rate {rate:.2f}\n(exit {exact.returncode})\n{exact.stdout}{exact.stderr}")
 
-    meta = machine_facts(binary, env)
+
+def run_facts(args, steps, started_at, load_start, patterns, pauser):
+    """What meta.json says of this measurement beside the machine: when, how long, which runs,
+    the load at the start and what was paused."""
     described = ", ".join(f"{m}: {MODEL_TEXT[m]}, {steps[m]} steps" for m in MODELS)
-    meta.update({
+    return {
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "minutes": (time.monotonic() - started_at) / 60,
         "reps": args.reps,
@@ -283,11 +367,7 @@ def measure(args):
             f"`{p}` ({len([x for x in pauser.log if x[0] == p])} processes)"
             for p in patterns) or "nothing",
         "paused_processes": [list(x) for x in pauser.log],
-    })
-    (results / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    blocks = write_page(Path(args.page), results)
-    print("\n\n".join(blocks.values()))
-    print(f"\nwrote {args.page} and {results}/ in {meta['minutes']:.1f} minutes")
+    }
 
 
 def measure_link(args, pauser, rep, probe, params, env):
