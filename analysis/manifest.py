@@ -3,6 +3,7 @@
     sweep: NAME
     source: FILE
     sets: [KEY=VALUE, ...]
+    test: welch                                 (sweep.test, only when not welch+permutation)
     seeds: {min: 2, max: 5, until: resolved, effect: 0.02, confidence: 0.95}   (adaptive only)
     seed_decisions: {ROW: "3 seeds: why", ...}                                 (adaptive only)
     runs:
@@ -53,6 +54,9 @@ class Manifest:
     seeds: dict = dataclasses.field(default_factory=dict)  # adaptive seeds' rule, {} otherwise
     seed_decisions: dict = dataclasses.field(default_factory=dict)  # row -> its seed decision
     allow_dirty: bool = False  # launched with --allow-dirty (core/cluster/provenance.h)
+    # sweep.test: the p the verdicts use, declared in the sweep file before any run ("" = the
+    # default, welch+permutation); analysis/report.py uses it.
+    test: str = ""
 
 
 _RUN_KEYS = {"id", "name", "group", "seed", "overrides", "paper", "versus"}
@@ -109,7 +113,8 @@ def parse_manifest(text, path="manifest.yaml"):
                     seeds=dict(top.get("seeds") or {}),
                     seed_decisions={str(k): str(v)
                                     for k, v in (top.get("seed_decisions") or {}).items()},
-                    allow_dirty=top.get("allow_dirty") is True)
+                    allow_dirty=top.get("allow_dirty") is True,
+                    test=str(top.get("test") or ""))
 
 
 def read_manifest(path):

@@ -77,10 +77,12 @@ def parse_args(argv):
     parser.add_argument("--multiplicity", choices=sorted(MULTIPLICITY), default="holm",
                         help="adjustment of p over each metric's comparisons: holm (family-wise "
                              "error, default) or bh (Benjamini-Hochberg false discovery rate)")
-    parser.add_argument("--test", choices=list(TESTS), default="welch+permutation",
-                        help="the p a verdict uses: welch+permutation (the larger of the two, "
-                        "default) or welch (Welch's alone, for seeds the permutation test cannot "
-                        "resolve: 3 against 3 cannot go below p = 0.1; its p is still shown)")
+    parser.add_argument("--test", choices=list(TESTS),
+                        help="the p a verdict uses: welch+permutation (the larger of the two) or "
+                        "welch (Welch's alone, for seeds the permutation test cannot resolve: 3 "
+                        "against 3 cannot go below p = 0.1; its p is still shown) (default: the "
+                        "sweep file's sweep.test, from the manifest, else welch+permutation; a "
+                        "different one than the sweep declared is refused)")
     parser.add_argument("--equivalence-margin", type=_positive, default=2.0, metavar="PCT",
                         help="dev PPL within +/- PCT %% of base (TOST on log PPL) is 'level' "
                              "(default: 2)")
@@ -129,6 +131,17 @@ def _attention_rows(sweep, choice):
     return wanted
 
 
+def verdict_test(sweep, requested):
+    """The p the verdicts use: the one the sweep declared before its runs (sweep.test, in the
+    manifest), which --test may repeat but not change; else --test; else welch+permutation."""
+    declared = sweep.manifest.test if sweep.manifest is not None else ""
+    if declared and requested and requested != declared:
+        raise AnalysisError(f"--test {requested}: the sweep declared test {declared} before its "
+                            f"runs (sweep.test in {sweep.manifest.source or 'its sweep file'}, "
+                            f"{sweep.manifest.path}); its verdicts use that test")
+    return declared or requested or "welch+permutation"
+
+
 def write_report(args):
     """Writes every output of `args`; returns (output directory, the Table, incomplete?)."""
     if args.out and pathlib.Path(args.out).exists() and not pathlib.Path(args.out).is_dir():
@@ -145,7 +158,10 @@ def write_report(args):
     notes = read_notes(args.notes, out) if args.notes else None
     out.mkdir(parents=True, exist_ok=True)
     table = build_table(sweep, multiplicity=args.multiplicity,
-                        margin_pct=args.equivalence_margin, test=args.test)
+                        margin_pct=args.equivalence_margin, test=verdict_test(sweep, args.test))
+    if sweep.manifest is not None and sweep.manifest.test:
+        table.method.append(f"The test was declared in the sweep file before its runs "
+                            f"(sweep.test: {sweep.manifest.test}).")
     figure_files, figure_notes = [], []
     if not args.no_figures and "md" in args.format:  # the PNGs are report.md's figures
         figure_files, figure_notes = figures.all_figures(

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -53,6 +54,16 @@ void check_keys(const YAML::Node& map, const std::string& file, const std::strin
 std::string scalar(const YAML::Node& node, const std::string& file, const std::string& key) {
   if (!node.IsScalar()) fail(location(file, node), key + ": expected a string");
   return node.Scalar();
+}
+
+// The value of an enum key, from its name table; an error at the node's line names the choices.
+template <typename Enum>
+Enum named(const YAML::Node& node, const std::string& file, const EnumNames<Enum>& names) {
+  const std::string text = scalar(node, file, names.key());
+  const std::optional<Enum> value = names.find(text);
+  if (!value)
+    fail(location(file, node), names.key() + ": expected " + names.choices() + ", got " + text);
+  return *value;
 }
 
 double yaml_number(const YAML::Node& node, const std::string& file, const std::string& key) {
@@ -143,8 +154,17 @@ int64_t seed_count(const YAML::Node& node, const std::string& file, const std::s
 
 }  // namespace
 
-const char* seed_rule_name(SeedRule rule) {
-  return rule == SeedRule::sequential ? "sequential" : "resolved";
+const EnumNames<SeedRule>& seed_rule_names() {
+  static const EnumNames<SeedRule> names("sweep.seeds.until", {{SeedRule::sequential, "sequential"},
+                                                               {SeedRule::resolved, "resolved"}});
+  return names;
+}
+
+const EnumNames<VerdictTest>& verdict_test_names() {
+  static const EnumNames<VerdictTest> names(
+      "sweep.test",
+      {{VerdictTest::kWelchPermutation, "welch+permutation"}, {VerdictTest::kWelch, "welch"}});
+  return names;
 }
 
 namespace {
@@ -163,15 +183,7 @@ AdaptiveSeeds parse_adaptive_seeds(const YAML::Node& map, const std::string& fil
                                          std::to_string(adaptive.min) + ")");
   }
   if (map["until"]) {
-    const std::string until = scalar(map["until"], file, "sweep.seeds.until");
-    if (until == "sequential") {
-      adaptive.until = SeedRule::sequential;
-    } else if (until == "resolved") {
-      adaptive.until = SeedRule::resolved;
-    } else {
-      fail(location(file, map["until"]),
-           "sweep.seeds.until: expected sequential or resolved, got " + map["until"].Scalar());
-    }
+    adaptive.until = named(map["until"], file, seed_rule_names());
   }
   if (map["effect"]) {
     adaptive.effect = yaml_number(map["effect"], file, "sweep.seeds.effect");
@@ -258,7 +270,7 @@ Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section,
                      const SweepOrigin& origin, const std::vector<std::string>& sets) {
   const std::string& file = origin.file;
   if (!section.IsMap()) fail(location(file, section), "sweep: expected a mapping");
-  check_keys(section, file, "sweep", {"name", "seeds", "rows", "grid"});
+  check_keys(section, file, "sweep", {"name", "seeds", "rows", "grid", "test"});
 
   Sweep sweep;
   sweep.source = file;
@@ -271,6 +283,8 @@ Sweep expand_section(const ConfigBuilder& base, const YAML::Node& section,
          "letters, digits, . and _ with -): " +
              problem);
   }
+
+  if (section["test"]) sweep.test = named(section["test"], file, verdict_test_names());
 
   std::vector<Row> rows;
   if (const YAML::Node list = section["rows"]) {
@@ -472,10 +486,12 @@ std::string manifest_yaml(const Sweep& sweep) {
   }
   out << "]\n";
   if (sweep.allow_dirty) out << "allow_dirty: true\n";
+  if (sweep.test != VerdictTest::kWelchPermutation)
+    out << "test: " << format_string(verdict_test_names().name(sweep.test)) << "\n";
   if (sweep.adaptive) {
     const AdaptiveSeeds& a = *sweep.adaptive;
-    out << "seeds: {min: " << a.min << ", max: " << a.max << ", until: " << seed_rule_name(a.until)
-        << ", effect: " << format_number(a.effect)
+    out << "seeds: {min: " << a.min << ", max: " << a.max
+        << ", until: " << seed_rule_names().name(a.until) << ", effect: " << format_number(a.effect)
         << ", confidence: " << format_number(a.confidence) << "}\n";
     out << "seed_decisions: {";
     for (size_t i = 0; i < sweep.seed_decisions.size(); ++i) {

@@ -36,7 +36,15 @@ struct AdaptiveSeeds {
   SeedRule until = SeedRule::sequential;
 };
 
-const char* seed_rule_name(SeedRule rule);
+const EnumNames<SeedRule>& seed_rule_names();
+
+// The p a row's verdict uses (sweep.test), declared in the sweep file before any run so that it
+// is not chosen after seeing the results; analysis/report.py reads it from the manifest.
+// welch+permutation: the larger of Welch's p and the exact permutation test's (the default);
+// welch: Welch's alone, for seeds the permutation test cannot resolve (3 against 3 cannot go
+// below p = 0.1).
+enum class VerdictTest { kWelchPermutation, kWelch };
+const EnumNames<VerdictTest>& verdict_test_names();
 
 struct SweepRun {
   std::string id;     // 12 hex digits of run_id(config)
@@ -64,6 +72,7 @@ struct Sweep {
   // `attnlab sweep --allow-dirty`: the runs were launched from a build with uncommitted changes
   // on purpose (core/cluster/provenance.h); written to the manifest only when set.
   bool allow_dirty = false;
+  VerdictTest test = VerdictTest::kWelchPermutation;  // written to the manifest when not default
 };
 
 // The most runs one sweep may declare.
@@ -97,7 +106,8 @@ std::string run_id(const ExperimentConfig& config);
 // The run whose id or name is `id_or_name`; throws ConfigError listing a few names otherwise.
 const SweepRun& find_run(const Sweep& sweep, const std::string& id_or_name);
 
-// runs/<sweep>/manifest.yaml text: sweep, source, sets, then per run id, name, group, seed,
+// runs/<sweep>/manifest.yaml text: sweep, source, sets, the verdict test (when not the default),
+// then per run id, name, group, seed,
 // overrides, the row it is compared with (when not base) and paper values.
 std::string manifest_yaml(const Sweep& sweep);
 // Writes manifest_yaml under <runs_dir>/<sweep.name>/ and returns the file's path.

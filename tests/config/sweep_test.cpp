@@ -253,6 +253,24 @@ TEST(SweepManifest, ListsEveryRunAndIsWrittenAtomically) {
   EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
 }
 
+// sweep.test is declared in the sweep file, before any run, and the manifest carries it to the
+// report (analysis/report.py); the default is left out, so older manifests stay as they were.
+TEST(SweepManifest, TheVerdictTestIsDeclaredInTheSweepFile) {
+  const config::Sweep budget = config::expand(kExperiments + "small/table3-budget.yaml");
+  EXPECT_EQ(budget.test, config::VerdictTest::kWelch);
+  EXPECT_NE(config::manifest_yaml(budget).find("\nsets: []\ntest: welch\nruns:\n"),
+            std::string::npos);
+  const config::Sweep plain = config::expand(kData + "rows_grid_sweep.yaml");
+  EXPECT_EQ(plain.test, config::VerdictTest::kWelchPermutation);
+  EXPECT_EQ(config::manifest_yaml(plain).find("test:"), std::string::npos);
+  EXPECT_EQ(error_of(kData + "verdict_test_typo.yaml"),
+            kData + "verdict_test_typo.yaml:5:9: sweep.test: expected welch+permutation | welch, " +
+                "got welsh");
+  EXPECT_EQ(error_of(kData + "seed_rule_typo.yaml"),
+            kData + "seed_rule_typo.yaml:4:34: sweep.seeds.until: expected sequential | " +
+                "resolved, got resolve");
+}
+
 }  // namespace
 }  // namespace attnlab
 

@@ -26,6 +26,7 @@ from analysis import table as table_module  # noqa: E402
 from analysis.errors import AnalysisError  # noqa: E402
 from analysis.manifest import read_manifest  # noqa: E402
 from analysis.report import main as report_main  # noqa: E402
+from analysis.report import parse_args, write_report  # noqa: E402
 from analysis.sweep import Row  # noqa: E402
 
 EXPERIMENT = f"""base: {ROOT}/experiments/tasks/reverse.yaml
@@ -176,6 +177,30 @@ def test_the_welch_test_option_uses_welchs_p_and_says_so(sweep_dir, tmp_path):
     text = (copy / "report" / "report.md").read_text()
     assert ("higher or lower: the Holm-adjusted Welch p (the exact permutation test's is shown, "
             "not used) below 0.05") in text
+
+
+def test_the_sweep_files_declared_test_decides_and_cannot_be_changed(attnlab, sweep_dir,
+                                                                      tmp_path):
+    """sweep.test: welch in the sweep file reaches the report through the manifest the program
+    writes: without --test the verdicts use Welch's p and the method says the sweep declared it;
+    --test welch repeats it; --test welch+permutation is refused, naming the manifest."""
+    copy = copy_sweep(sweep_dir, tmp_path)
+    work = tmp_path / "declared"
+    work.mkdir()
+    (work / "tiny.yaml").write_text(EXPERIMENT)
+    (work / "sweep.yaml").write_text(SWEEP.replace("  name: tiny\n", "  name: tiny\n  test: welch\n"))
+    run_attnlab(attnlab, "sweep", work / "sweep.yaml", "--dry-run", "--out", work / "runs")
+    shutil.copy(work / "runs" / "tiny" / "manifest.yaml", copy / "manifest.yaml")
+    assert read_manifest(copy / "manifest.yaml").runs == read_manifest(
+        sweep_dir / "manifest.yaml").runs  # the test is not part of any run's id
+    assert report_main([str(copy), "--no-figures", "--format", "md"]) == 0
+    text = (copy / "report" / "report.md").read_text()
+    assert "the Holm-adjusted Welch p (the exact permutation test's is shown, not used)" in text
+    assert "The test was declared in the sweep file before its runs (sweep.test: welch)." in text
+    assert report_main([str(copy), "--no-figures", "--format", "md", "--test", "welch"]) == 0
+    with pytest.raises(AnalysisError, match=r"--test welch\+permutation: the sweep declared "
+                       r"test welch before its runs \(sweep.test in .*sweep.yaml, .*manifest"):
+        write_report(parse_args([str(copy), "--no-figures", "--test", "welch+permutation"]))
 
 
 def test_trend_splits_a_block_by_the_settings_its_rows_change():
