@@ -295,6 +295,7 @@ TEST(Experiments, EveryFileLoadsAndSweepsHaveTheirSizes) {
                                                      {"small/table3-plateau.yaml", 80},
                                                      {"small/table3-budget.yaml", 72},
                                                      {"small/budget-check.yaml", 3},
+                                                     {"small/table3-budget-bf16.yaml", 9},
                                                      {"studies/heads.yaml", 2},
                                                      {"studies/positions_length.yaml", 2},
                                                      {"studies/sqrt_dk.yaml", 10},
@@ -357,6 +358,21 @@ namespace {
 // The budget check trains rows of the second edition's table at 1.5x its budget and cool-down,
 // nothing else changed; block A at d_model 128 keeps h * d_k = d_model and is compared with h = 8
 // at that width.
+// The bf16 replica's runs are twins of the table's runs of the same row and seed: precision is
+// the one difference, so a verdict that moves between them moves with precision.
+TEST(Experiments, TheBf16ReplicaIsTheTableInBf16) {
+  const config::Sweep table = config::expand(kExperiments + "small/table3-budget.yaml");
+  const config::Sweep replica = config::expand(kExperiments + "small/table3-budget-bf16.yaml");
+  EXPECT_EQ(replica.test, table.test);
+  for (const config::SweepRun& run : replica.runs) {
+    SCOPED_TRACE(run.name);
+    EXPECT_EQ(run.config.train.precision, blas::Precision::kBf16);
+    ExperimentConfig in_fp32 = run.config;
+    in_fp32.train.precision = blas::Precision::kFp32;
+    EXPECT_EQ(config::run_id(in_fp32), config::find_run(table, run.name).id);
+  }
+}
+
 TEST(Experiments, BudgetCheckIsTheTableAtOneAndAHalfTimesItsBudget) {
   const config::Sweep table = config::expand(kExperiments + "small/table3-budget.yaml");
   const config::Sweep check = config::expand(kExperiments + "small/budget-check.yaml");
