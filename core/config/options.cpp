@@ -292,8 +292,8 @@ std::vector<Option> build_options() {
           integer(ATTNLAB_FIELD(model.d_ff), 1, kMaxWidth, "inner width of the position-wise FFN")),
       in_architecture(enumerated(
           ATTNLAB_FIELD(model.activation), activation_names(),
-          "the FFN's activation: relu max(0, x) (the paper), or gelu, the exact "
-          "0.5 x (1 + erf(x / sqrt 2)) with its exact derivative (no tanh approximation)")),
+          "the FFN's activation between its two linears: relu (the paper) or another of "
+          "core/ops/activation.h's table (gelu: the exact erf form with its exact derivative)")),
       in_architecture_always(
           integer(ATTNLAB_FIELD(model.heads), 1, kMaxHeads, "h, attention heads")),
       in_architecture_always(

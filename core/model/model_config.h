@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ops/activation.h"
 #include "core/ops/attention_scale.h"
 #include "core/util/enum_names.h"
 
@@ -16,9 +17,6 @@ enum class NormPlacement { kPost, kPre };
 // rmsnorm: x / sqrt(mean(x^2) + eps) * w, no centring and no bias (Zhang & Sennrich 2019).
 enum class NormType { kLayerNorm, kRmsNorm };
 enum class PositionKind { kSinusoidal, kLearned };
-// The FFN's activation: relu max(0, x) (the paper); gelu the exact x Phi(x) = 0.5 x (1 + erf(x /
-// sqrt 2)) with its exact derivative Phi(x) + x phi(x) (no tanh approximation).
-enum class FfnActivation { kRelu, kGelu };
 // How attention is computed (the same function either way, to float round-off):
 // standard: the full (B,H,T,S) probabilities are stored for backward (core/ops/attention.cpp);
 // tiled: key tiles with an online softmax, only the (B,H,T) logsumexp is stored and backward
@@ -91,12 +89,6 @@ inline const EnumNames<AttentionKernel>& attention_kernel_names() {
   static const EnumNames<AttentionKernel> names(
       "model.attention",
       {{AttentionKernel::kStandard, "standard"}, {AttentionKernel::kTiled, "tiled"}});
-  return names;
-}
-
-inline const EnumNames<FfnActivation>& activation_names() {
-  static const EnumNames<FfnActivation> names(
-      "model.activation", {{FfnActivation::kRelu, "relu"}, {FfnActivation::kGelu, "gelu"}});
   return names;
 }
 

@@ -168,8 +168,9 @@ void Transformer<T>::carve_sublayer(Arena<T>& arena, SublayerActivations<T>& s, 
   sublayer_.carve(arena, s, {B, length, D});
   if (kind == SublayerKind::kFeedForward) {
     s.hidden = arena.take({B, length, c.d_ff});
-    s.pre_activation =
-        c.activation == FfnActivation::kRelu ? s.hidden : arena.take({B, length, c.d_ff});
+    s.pre_activation = ops::activation_backward_reads_input(c.activation)
+                           ? arena.take({B, length, c.d_ff})
+                           : s.hidden;
     return;
   }
   AttentionActivations<T>& a = s.attention;
@@ -440,11 +441,7 @@ void Transformer<T>::ffn_forward(SublayerActivations<T>& s, const FfnParams& p,
   TensorView<T> pre_activation = s.pre_activation.reshape({rows, F});
   ops::linear_forward<T>(pre_activation, x.reshape({rows, D}), in(param(p.fc1_weight)),
                          in(param(p.fc1_bias)));
-  if (config_.activation == FfnActivation::kRelu) {
-    ops::relu_forward<T>(hidden, in(pre_activation));
-  } else {
-    ops::gelu_forward<T>(hidden, in(pre_activation));
-  }
+  ops::activation_forward<T>(config_.activation, hidden, in(pre_activation));
   ops::linear_forward<T>(out.reshape({rows, D}), in(hidden), in(param(p.fc2_weight)),
                          in(param(p.fc2_bias)));
 }
@@ -460,11 +457,9 @@ void Transformer<T>::ffn_backward(SublayerActivations<T>& s, const FfnParams& p,
   TensorView<T> dhidden = shaped(pool_hidden_, {rows, F});
   ops::linear_backward<T>(dhidden, grad(p.fc2_weight), grad(p.fc2_bias),
                           in(dout.reshape({rows, D})), in(hidden), in(param(p.fc2_weight)));
-  if (config_.activation == FfnActivation::kRelu) {
-    ops::relu_backward<T>(dhidden, in(dhidden), in(hidden));
-  } else {
-    ops::gelu_backward<T>(dhidden, in(dhidden), in(s.pre_activation.reshape({rows, F})));
-  }
+  // The activation's backward reads fc1's output (kept apart) or its own output (in place).
+  ops::activation_backward<T>(config_.activation, dhidden, in(dhidden),
+                              in(s.pre_activation.reshape({rows, F})));
   ops::linear_backward<T>(dx.reshape({rows, D}), grad(p.fc1_weight), grad(p.fc1_bias), in(dhidden),
                           x.reshape({rows, D}), in(param(p.fc1_weight)), accumulate);
 }

@@ -38,8 +38,8 @@ template <typename T>
 struct SublayerActivations : ResidualActivations<T> {
   AttentionActivations<T> attention;
   TensorView<T> hidden;  // (B,L,F) FFN: activation(fc1(.)), fc2's input
-  // (B,L,F) FFN: fc1(.), what gelu's backward reads; relu's reads its output, so for relu this is
-  // `hidden` itself (the activation runs in place).
+  // (B,L,F) FFN: fc1(.), what the activation's backward reads; one whose backward reads its
+  // output (relu) runs in place, and this is then `hidden` itself (ops/activation.h).
   TensorView<T> pre_activation;
 };
 

@@ -50,6 +50,13 @@ class EnumNames {
     return "";
   }
 
+  // Every value, in the table's order.
+  std::vector<Enum> values() const {
+    std::vector<Enum> out;
+    for (const auto& [value, name] : names_) out.push_back(value);
+    return out;
+  }
+
   // "a | b | c": the option's type text.
   const std::string& choices() const { return choices_; }
   const std::string& key() const { return key_; }

@@ -55,7 +55,7 @@ inline std::vector<ModelVariant> model_variants() {
       for (PositionKind positions : {PositionKind::kSinusoidal, PositionKind::kLearned}) {
         for (const char* scale : {"rsqrt_dk", "none", "inv_dk", "learned"}) {
           for (bool tied : {true, false}) {
-            for (FfnActivation activation : {FfnActivation::kRelu, FfnActivation::kGelu}) {
+            for (FfnActivation activation : activation_names().values()) {
               variants.push_back({norm, norm_type, positions, scale, tied, activation});
             }
           }
