@@ -38,6 +38,9 @@ COMMITTED = {
     "study": (ROOT / "docs" / "results" / "study", ROOT / "experiments" / "small" / "study.yaml",
               "docs/results/study-notes.md"),
     # Still running: its report is regenerated from the runs committed at every sitting.
+    "table3-budget": (ROOT / "docs" / "results" / "table3-budget",
+                      ROOT / "experiments" / "small" / "table3-budget.yaml",
+                      "docs/results/table3-budget-notes.md"),
     "table3-plateau": (ROOT / "docs" / "results" / "table3-plateau",
                        ROOT / "experiments" / "small" / "table3-plateau.yaml",
                        "docs/results/table3-plateau-notes.md"),
@@ -65,6 +68,11 @@ def _markdown_tables(text):
 DECLARED = {name: (results / "runs", sweep) for name, (results, sweep, _) in COMMITTED.items()}
 DECLARED["pilot-bf16"] = (ROOT / "docs" / "results" / "pilot-bf16" / "runs",
                           ROOT / "experiments" / "small" / "pilot-bf16.yaml")
+for pilot, stage in (("pilot-budget", "runs"), ("pilot-budget-long", "runs-long")):
+    DECLARED[pilot] = (ROOT / "docs" / "results" / "pilot-budget" / stage,
+                       ROOT / "experiments" / "small" / f"{pilot}.yaml")
+DECLARED["budget-check"] = (ROOT / "docs" / "results" / "budget-check" / "runs",
+                            ROOT / "experiments" / "small" / "budget-check.yaml")
 
 
 @pytest.mark.parametrize("name", sorted(DECLARED))
