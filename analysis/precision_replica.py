@@ -53,12 +53,13 @@ def twins(table, replica):
     completed twin in the table. AnalysisError when a replica run is not bf16, a table run is not
     fp32, or the twin differs in any key but the precision."""
     pairs = {}
-    for run_id in replica.completed_runs()["run_id"]:
+    completed = replica.completed_runs().set_index("run_id")
+    for run_id in completed.index:
         ours = replica.data[run_id]
         if ours.config.get(PRECISION) != "bf16":
             raise AnalysisError(f"{ours.path}: {PRECISION} is {ours.config.get(PRECISION)!r}; "
                                 "the replica's runs are bf16")
-        row = replica.runs.set_index("run_id").at[run_id, "row"]
+        row = completed.at[run_id, "row"]
         seed = int(ours.config.get("seed", ours.attrs.get("seed", -1)))
         candidates = table.completed_runs(row)
         candidates = candidates[candidates["seed"] == seed]
