@@ -13,7 +13,6 @@
 // Legend: B batch, H heads, T queries, S keys, K d_k, V d_v.
 #include <benchmark/benchmark.h>
 #include <malloc.h>
-#include <omp.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -150,7 +149,6 @@ int main(int argc, char** argv) {
   // own buffers.
   mallopt(M_MMAP_THRESHOLD, 1 << 16);
   attnlab::blas::set_threads(threads);
-  omp_set_num_threads(threads);
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("openblas_core", attnlab::blas::core_name());
   benchmark::Initialize(&argc, argv);

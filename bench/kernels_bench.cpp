@@ -9,7 +9,6 @@
 // Legend: B sentences, L tokens per sentence, M = B*L rows, D d_model, H heads, K d_k, F d_ff,
 // N vocabulary.
 #include <benchmark/benchmark.h>
-#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
@@ -267,7 +266,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   attnlab::blas::set_threads(threads);
-  omp_set_num_threads(threads);
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("openblas_core", attnlab::blas::core_name());
   const std::string bf16_reason = attnlab::blas::bf16_unsupported_reason();

@@ -9,7 +9,6 @@
 // --precision bf16 runs every float product with bf16 operands and fp32 accumulation (as
 // train.precision: bf16 does) and measures MFU over the bf16 peak of blas::gemm_bf16; on a CPU
 // without native bf16 products it exits 2 with the reason, as attnlab train does.
-#include <omp.h>
 #include <time.h>
 
 #include <algorithm>
@@ -243,7 +242,6 @@ DecodeResult time_decode(int repeats, bool warmup, Run run) {
 
 int run(const Options& o) {
   blas::set_threads(o.threads);
-  omp_set_num_threads(o.threads);
   const BenchConfig& bc = find_bench_config(o.config);
   const ModelConfig config = model_config(bc);
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/app/cli.h"
+#include "core/cluster/environment.h"
 #include "core/config/suggest.h"
 #include "core/util/exit_code.h"
 
@@ -25,6 +26,7 @@ void print_help(std::ostream& out) {
 int main(int argc, char** argv) {
   using namespace attnlab;
   using namespace attnlab::cli;
+  cluster::settle_thread_environment(argv);
   const std::vector<std::string> words(argv + 1, argv + argc);
   if (words.empty()) {
     print_help(std::cerr);

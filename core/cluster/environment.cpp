@@ -2,10 +2,14 @@
 #include "core/cluster/environment.h"
 
 #include <sched.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include "core/util/installed.h"
 
@@ -57,7 +61,9 @@ std::string openblas_coretype(const std::string& cpuinfo_path) {
 
 Environment run_environment(int64_t threads_per_rank) {
   const std::string threads = std::to_string(threads_per_rank);
-  Environment env = {{"OMP_NUM_THREADS", threads}, {"OPENBLAS_NUM_THREADS", threads}};
+  // The program splits products over OpenMP's threads itself (blas::set_threads); OpenBLAS's own
+  // pool would only add idle threads.
+  Environment env = {{"OMP_NUM_THREADS", threads}, {"OPENBLAS_NUM_THREADS", "1"}};
   auto unset = [](const char* name) {
     const char* value = std::getenv(name);
     return value == nullptr || *value == '\0';
@@ -69,6 +75,19 @@ Environment run_environment(int64_t threads_per_rank) {
   // Idle OpenMP threads sleep instead of spinning: concurrent runs and ranks share the cores.
   if (unset("OMP_WAIT_POLICY")) env.emplace_back("OMP_WAIT_POLICY", "passive");
   return env;
+}
+
+void settle_thread_environment(char** argv) {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  if (policy != nullptr && *policy != '\0') return;
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
+  if (blas_threads == nullptr || *blas_threads == '\0') setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  const std::string exe = self_executable();
+  if (!exe.empty()) execv(exe.c_str(), argv);
+  std::cerr << "attnlab: warning: could not restart with OMP_WAIT_POLICY=passive ("
+            << (exe.empty() ? "no /proc/self/exe" : std::strerror(errno))
+            << "); idle OpenMP threads spin\n";
 }
 
 int64_t available_cores() {

@@ -14,10 +14,19 @@ namespace attnlab::cluster {
 // "" when the file cannot be read.
 std::string openblas_coretype(const std::string& cpuinfo_path = "/proc/cpuinfo");
 
-// OMP_NUM_THREADS and OPENBLAS_NUM_THREADS = threads_per_rank (cluster.threads_per_rank, 1 by
-// default: one thread per rank), plus OPENBLAS_CORETYPE from openblas_coretype() and
-// OMP_WAIT_POLICY=passive, each unless this process already has it (a value the user set wins).
+// OMP_NUM_THREADS = threads_per_rank (cluster.threads_per_rank, 1 by default: one thread per
+// rank) and OPENBLAS_NUM_THREADS = 1 (products are split over OpenMP's threads by the program),
+// plus OPENBLAS_CORETYPE from openblas_coretype() and OMP_WAIT_POLICY=passive, each unless this
+// process already has it (a value the user set wins).
 Environment run_environment(int64_t threads_per_rank);
+
+// The thread environment the program's threading assumes, which libgomp and OpenBLAS read only
+// when they load: OMP_WAIT_POLICY=passive (idle threads sleep: with another process on one of two
+// cores, spinning threads made two threads 0.6x as fast as one, sleeping ones 0.97x) and
+// OPENBLAS_NUM_THREADS=1 (no idle OpenBLAS pool). When OMP_WAIT_POLICY is unset, sets both (a
+// value the user set wins) and re-executes the program (/proc/self/exe, same argv and pid); on
+// return the environment was already settled. Prints a warning if the re-execution fails.
+void settle_thread_environment(char** argv);
 
 // Cores this process may run on (its CPU affinity mask).
 int64_t available_cores();

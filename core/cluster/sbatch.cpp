@@ -123,7 +123,8 @@ void write_variables(std::ostream& s, const ArrayJob& job, const TaskLayout& lay
 // Threads, Open MPI's network, the profile's variables and set-up lines, cluster/env.sh.
 void write_environment(std::ostream& s, const ArrayJob& job) {
   const SlurmProfile& profile = job.profile;
-  s << "export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads\n";
+  s << "# attnlab splits its products over OpenMP's threads; OpenBLAS runs one thread.\n";
+  s << "export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=1\n";
   if (!profile.network_interface.empty()) {
     s << "# Open MPI's TCP traffic, between ranks and its own out-of-band channel, only there.\n";
     s << "export OMPI_MCA_btl_tcp_if_include=" << shell_quote(profile.network_interface)

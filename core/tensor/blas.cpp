@@ -2,7 +2,10 @@
 #include "core/tensor/blas.h"
 
 #include <cblas.h>
+#include <omp.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <type_traits>
@@ -22,6 +25,76 @@ void check_gemm_args(int64_t m, int64_t n, int64_t k) {
 
 CBLAS_TRANSPOSE transpose_flag(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
 
+// The compute threads of the process (set_threads). OpenBLAS itself always runs one thread: its
+// pthread pool and OpenMP's would be two pools on the same cores, and OpenBLAS's idle workers spin
+// for up to 2^28 cycles after every product, stealing the core an OpenMP region needs next (a
+// second thread made tiny 0.65x and small 0.95x as fast as one). Every parallel product is split
+// here into one-thread sgemm calls inside an OpenMP region, so the process has one pool.
+int g_threads = [] {
+  openblas_set_num_threads(1);
+  return omp_get_max_threads();
+}();
+
+// Products below this many multiply-adds stay on one thread: a parallel region costs a wake-up of
+// the sleeping workers (tens of microseconds), as much as about 2^22 multiply-adds at sgemm speed.
+constexpr int64_t kParallelMinMacs = int64_t{1} << 22;
+// A thread's block of rows or columns is a multiple of this (OpenBLAS's widest register tile), so
+// that no block ends in a partial micro-tile the whole product would not have had.
+constexpr int64_t kSplitAlign = 32;
+
+bool split_pays(int64_t macs) {
+  return g_threads > 1 && macs >= kParallelMinMacs && !omp_in_parallel();
+}
+
+// The threads sgemm_split gives C's longer dimension, `length`: one block of whole kSplitAlign
+// groups each, at most g_threads.
+int split_workers(int64_t length) {
+  return static_cast<int>(std::min<int64_t>(g_threads, length / kSplitAlign));
+}
+
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, transpose_flag(trans_a), transpose_flag(trans_b), static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
+              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
+// C = alpha op(A) op(B) + beta C over the process's threads: C is cut into one block of rows (or
+// of columns, whichever dimension is longer) per thread, and each block is an independent
+// one-thread sgemm on the matching rows of op(A) (columns of op(B)). Every element of C is still
+// one dot product over all of K in sgemm's order, so the split never changes which terms are
+// summed, only which thread sums them.
+void sgemm_split(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc) {
+  const bool by_rows = m >= n;
+  const int64_t length = by_rows ? m : n;
+  const int64_t aligned_blocks = length / kSplitAlign;
+  const int workers = split_workers(length);
+  if (workers < 2) {
+    sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+#pragma omp parallel num_threads(workers)
+  {
+    const int64_t worker = omp_get_thread_num();
+    const int64_t first = aligned_blocks * worker / workers * kSplitAlign;
+    const int64_t last =
+        worker + 1 == workers ? length : aligned_blocks * (worker + 1) / workers * kSplitAlign;
+    if (by_rows) {
+      // Rows [first, last) of op(A): rows of A as stored, or columns when A is transposed.
+      const float* a_block = trans_a ? a + first : a + first * lda;
+      sgemm(trans_a, trans_b, last - first, n, k, alpha, a_block, lda, b, ldb, beta,
+            c + first * ldc, ldc);
+    } else {
+      // Columns [first, last) of op(B): columns of B as stored, or rows when B is transposed.
+      const float* b_block = trans_b ? b + first * ldb : b + first;
+      sgemm(trans_a, trans_b, m, last - first, k, alpha, a, lda, b_block, ldb, beta, c + first,
+            ldc);
+    }
+  }
+}
+
 }  // namespace
 
 template <>
@@ -34,9 +107,11 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
     gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  cblas_sgemm(CblasRowMajor, transpose_flag(trans_a), transpose_flag(trans_b), static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
-              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  if (split_pays(m * n * k)) {
+    sgemm_split(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  } else {
+    sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
 }
 
 template <>
@@ -63,6 +138,10 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
       return;
     }
   }
+  // Independent products go to the threads whole (each one-thread), unless a single product is
+  // the whole batch; double products (gradient checks) stay serial.
+  const bool parallel = std::is_same_v<T, float> && batch > 1 && split_pays(m * n * k * batch);
+#pragma omp parallel for schedule(static) num_threads(g_threads) if (parallel)
   for (int64_t i = 0; i < batch; ++i) {
     gemm<T>(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
             c + i * stride_c, ldc);
@@ -154,7 +233,22 @@ std::string kernel_warning() {
          " before starting attnlab (make and the launchers do) for 3-5x faster matrix products";
 }
 
-void set_threads(int threads) { openblas_set_num_threads(threads); }
-int threads() { return openblas_get_num_threads(); }
+int product_threads(int64_t m, int64_t n, int64_t k) {
+  if (precision() == Precision::kBf16 || !split_pays(m * n * k)) return 1;
+  return std::max(1, split_workers(std::max(m, n)));
+}
+
+std::string wait_policy() {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  return policy == nullptr || *policy == '\0' ? std::string("unset") : std::string(policy);
+}
+
+void set_threads(int threads) {
+  CHECK(threads >= 1) << "the thread count must be at least 1, got " << threads;
+  g_threads = threads;
+  omp_set_num_threads(threads);
+  openblas_set_num_threads(1);
+}
+int threads() { return g_threads; }
 
 }  // namespace attnlab::blas

@@ -69,7 +69,16 @@ bool has_cpu_flag(const std::string& flags, const std::string& flag);
 std::string cpu_vector_extension();
 // A one-line warning when OpenBLAS runs a generic kernel on a CPU with AVX2/AVX-512, else "".
 std::string kernel_warning();
+// The process's compute threads: OpenMP's team size for every parallel op, and the threads a large
+// float product is split over (blas.cpp). OpenBLAS itself always runs one thread, so the process
+// has one thread pool. Starts at OpenMP's default (OMP_NUM_THREADS, else the cores).
 void set_threads(int threads);
 int threads();
+// The threads gemm<float> runs an (m x k) by (k x n) fp32 product on, here and now: 1 for small
+// products, inside a parallel region and under bf16 (oneDNN threads its own), else up to threads().
+int product_threads(int64_t m, int64_t n, int64_t k);
+// OMP_WAIT_POLICY as the process started with it (libgomp reads it only at load; attnlab sets
+// passive, cluster::settle_thread_environment), or "unset".
+std::string wait_policy();
 
 }  // namespace attnlab::blas

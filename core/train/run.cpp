@@ -2,7 +2,6 @@
 // nothing to do; the HDF5 log written by rank 0 only.
 #include "core/train/run.h"
 
-#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -266,6 +265,7 @@ void write_summary(Trainer& trainer, io::RunLog& log, const EvalRow& last) {
   }
   log.set_summary("openblas_core", blas::core_name());
   log.set_summary("matmul_engine", matmul_engine());
+  log.set_summary("omp_wait_policy", blas::wait_policy());
 }
 
 // How a run starts. Rank 0 decides from the run directory and broadcasts it, so that every rank
@@ -574,7 +574,6 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   const bool lead = comm.rank() == 0;
   const int threads = static_cast<int>(config.cluster.threads_per_rank);
   blas::set_threads(threads);
-  omp_set_num_threads(threads);
   // attnlab train has checked the CPU before MPI started; this sets it for every caller (plan's
   // calibration included).
   use_precision(config.train.precision, "train.precision");
@@ -605,8 +604,8 @@ int run_training(const RunRequest& request, dist::Comm& comm) {
   const TrainerCallbacks callbacks = reporting.callbacks();
   if (trainer.step() == 0) reporting.log_attention(0);
   if (lead && !request.quiet) {
-    std::fprintf(stderr, "attnlab: %s, %d thread(s) per rank, %d rank(s)\n",
-                 matmul_engine().c_str(), threads, comm.size());
+    std::fprintf(stderr, "attnlab: %s, %d thread(s) per rank (OMP_WAIT_POLICY=%s), %d rank(s)\n",
+                 matmul_engine().c_str(), threads, blas::wait_policy().c_str(), comm.size());
   }
   install_stop_signals();
   TrainOutcome outcome;

@@ -199,13 +199,13 @@ TEST_F(ArrayScript, ThreadsKernelAndWaitPolicyReachTheLauncherUnlessTheUserSetTh
   const std::string script = render();
   EXPECT_EQ(run_task(script, "exit0"), 0) << read_text(root_.path() + "/task.log");
   EXPECT_EQ(lines_of(read_text(stubs_ + "/mpirun.threads")),
-            (std::vector<std::string>{"3", "3", "passive", "Detected"}));
+            (std::vector<std::string>{"3", "1", "passive", "Detected"}));
   EXPECT_EQ(run_task(script, "exit0", false,
                      {{"OMP_WAIT_POLICY", "active"}, {"OPENBLAS_CORETYPE", "Haswell"}}),
             0)
       << read_text(root_.path() + "/task.log");
   EXPECT_EQ(lines_of(read_text(stubs_ + "/mpirun.threads")),
-            (std::vector<std::string>{"3", "3", "active", "Haswell"}));
+            (std::vector<std::string>{"3", "1", "active", "Haswell"}));
 }
 
 TEST_F(ArrayScript, MultiNodeRunsAskForNodesAndRanksPerNode) {

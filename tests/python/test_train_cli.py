@@ -515,3 +515,22 @@ def test_inspect_shows_every_model_key_and_the_step_the_run_ended_at(attnlab, tm
     for key in keys:
         assert f" {key[len('model.'):]}=" in model, key
     assert " norm_type=rmsnorm" in model
+
+
+@pytest.mark.parametrize("policy", [None, "active"])
+def test_idle_threads_sleep_unless_the_user_chose_otherwise(attnlab, tmp_path, policy):
+    """libgomp reads OMP_WAIT_POLICY only when it loads: attnlab restarts itself with `passive`
+    when the environment has none, and keeps a value the user set."""
+    env = attnlab_env({"OMP_NUM_THREADS": "2"})
+    env.pop("OMP_WAIT_POLICY", None)
+    if policy:
+        env["OMP_WAIT_POLICY"] = policy
+    out = tmp_path / "run"
+    result = subprocess.run(
+        [str(attnlab), "train", "-c", str(TASK), *TINY, "--set", "train.steps=2",
+         "--set", "cluster.threads_per_rank=2", "--out", str(out)],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    expected = policy or "passive"
+    assert f"2 thread(s) per rank (OMP_WAIT_POLICY={expected})" in result.stderr
+    assert summary(out / "run.h5")["omp_wait_policy"] == expected

@@ -180,6 +180,57 @@ INSTANTIATE_TEST_SUITE_P(Cases, GemmBatchedTest,
                                            GemmCase{true, true, 5, 5, 7, 2, -1.0, 0.25}),
                          gemm_name);
 
+// Products large enough to be split over two threads (by rows when m >= n, else by columns; the
+// lengths are not multiples of the split's alignment, so the last block is ragged), in every
+// transposition and with padded rows: each equals gemm_naive as on one thread.
+class GemmTwoThreadsTest : public ::testing::TestWithParam<GemmCase> {
+ protected:
+  void SetUp() override { blas::set_threads(2); }
+  void TearDown() override { blas::set_threads(saved_); }
+
+ private:
+  int saved_ = blas::threads();
+};
+
+TEST_P(GemmTwoThreadsTest, FloatSplitMatchesNaive) {
+  const GemmCase& c = GetParam();
+  ASSERT_EQ(blas::product_threads(c.m, c.n, c.k), 2) << "the case must be large enough to split";
+  expect_gemm_matches_naive<float>(c, 1e-6);
+}
+
+TEST_P(GemmTwoThreadsTest, FloatBatchSharedMatchesNaive) {
+  // Three products of this shape: whole products go to the threads, none of them split again.
+  expect_batched_matches_naive<float>(GetParam(), 1e-6);
+}
+
+std::vector<GemmCase> split_cases() {
+  std::vector<GemmCase> cases;
+  for (bool trans_a : {false, true}) {
+    for (bool trans_b : {false, true}) {
+      cases.push_back({trans_a, trans_b, 333, 200, 96, 0, 1.0, 0.0});    // split by rows
+      cases.push_back({trans_a, trans_b, 150, 301, 112, 3, 0.5, 0.75});  // split by columns
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GemmTwoThreadsTest, ::testing::ValuesIn(split_cases()), gemm_name);
+
+TEST(Blas, SmallProductsAndNestedCallsStayOnOneThread) {
+  const int saved = blas::threads();
+  blas::set_threads(2);
+  EXPECT_EQ(blas::product_threads(333, 200, 96), 2);
+  EXPECT_EQ(blas::product_threads(64, 64, 64), 1) << "too small to pay for a parallel region";
+  EXPECT_EQ(blas::product_threads(40, 40, 4000), 1) << "no dimension holds two aligned blocks";
+  int nested = 0;
+#pragma omp parallel num_threads(2) reduction(max : nested)
+  nested = blas::product_threads(333, 200, 96);
+  EXPECT_EQ(nested, 1) << "a product inside a parallel region runs on its caller's thread";
+  blas::set_threads(1);
+  EXPECT_EQ(blas::product_threads(333, 200, 96), 1);
+  blas::set_threads(saved);
+}
+
 TEST(Blas, ThreadCountRoundTrips) {
   const int saved = blas::threads();
   blas::set_threads(1);

@@ -1,6 +1,5 @@
 // End to end in one process: a small Transformer learns to reverse sequences it has never seen.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include "core/tensor/blas.h"
 #include "core/train/trainer.h"
@@ -42,7 +41,6 @@ TEST(ReverseTask, ReachesNinetyEightPercentExactAccuracyOnHeldOutSequences) {
   // One thread, as attnlab train with cluster.threads_per_rank 1: the summation order (and so
   // the trajectory) does not depend on the machine's core count or the environment.
   blas::set_threads(1);
-  omp_set_num_threads(1);
   dist::LocalComm comm;
   Trainer trainer(config, make_synthetic_source(config), comm);
   const EvalRow before = trainer.evaluate(true, false);
