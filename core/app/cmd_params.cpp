@@ -11,6 +11,7 @@
 #include "core/config/config.h"
 #include "core/config/sweep.h"
 #include "core/model/param_count.h"
+#include "core/train/memory_estimate.h"
 
 namespace attnlab::cli {
 namespace {
@@ -64,6 +65,33 @@ void print_formula(const ParameterFormula& formula) {
   std::cout << "          = " << grouped(formula.total()) << " (equal to the table's count)\n\n";
 }
 
+// What one rank allocates for a batch of train.batch_tokens (source + target) over
+// cluster.ranks ranks, in sentences of src_length + tgt_length tokens.
+void print_memory(const ExperimentConfig& experiment, int64_t src_length, int64_t tgt_length) {
+  const int64_t ranks = std::max<int64_t>(1, experiment.cluster.ranks);
+  const int64_t sentences =
+      std::max<int64_t>(1, experiment.train.batch_tokens / ranks / (src_length + tgt_length));
+  const TrainingMemory memory =
+      training_memory(experiment.model, sentences, src_length, tgt_length);
+  std::cout << "\nmemory per rank, fp32 (train.batch_tokens " << experiment.train.batch_tokens
+            << " over " << ranks << " rank(s): " << sentences << " sentences of " << src_length
+            << "+" << tgt_length << " tokens)\n";
+  const std::pair<const char*, double> rows[] = {
+      {"parameters", memory.parameters},
+      {"gradients", memory.gradients},
+      {"Adam moments", memory.adam_moments},
+      {"activations (saved for backward)", memory.activations},
+      {"logits (B*T x vocab)", memory.logits},
+      {"scratch (gradient streams, pools)", memory.scratch},
+      {"total", memory.total()}};
+  for (const auto& [what, bytes] : rows) {
+    std::cout << "  " << pad(what, 36, false) << pad(fixed(bytes / (1024.0 * 1024.0), 1), 10)
+              << " MiB" << pad(fixed(100.0 * bytes / memory.total(), 1) + "%", 8) << "\n";
+  }
+  std::cout << "  (what the model, Adam and the step's workspace allocate; the libraries, "
+               "OpenBLAS's buffers,\n   the corpus and the thread stacks come on top)\n";
+}
+
 void print_one(const ExperimentConfig& experiment, int64_t src_length, int64_t tgt_length) {
   const ModelConfig& m = experiment.model;
   const std::vector<ComponentCount> counts = parameter_counts(m);
@@ -92,6 +120,7 @@ void print_one(const ExperimentConfig& experiment, int64_t src_length, int64_t t
   std::cout << "training FLOPs per target token: " << fixed(flops / 1e9, 3) << " GFLOP"
             << " (forward + backward = 3 x forward matmul FLOPs, source " << src_length
             << " and target " << tgt_length << " tokens per sentence)\n";
+  print_memory(experiment, src_length, tgt_length);
 }
 
 void print_sweep(const config::Sweep& sweep, int64_t src_length, int64_t tgt_length) {
@@ -171,9 +200,9 @@ int run_params(const std::vector<std::string>& args) {
   po::options_description options("params options");
   add_config_options(options);
   options.add_options()("src-length", po::value<int64_t>()->default_value(25),
-                        "source tokens per sentence for the FLOPs estimate")(
+                        "source tokens per sentence for the FLOPs and memory estimates")(
       "tgt-length", po::value<int64_t>()->default_value(25),
-      "target tokens per sentence for the FLOPs estimate");
+      "target tokens per sentence for the FLOPs and memory estimates");
   po::positional_options_description positional;
   positional.add("config", -1);
   po::variables_map values;

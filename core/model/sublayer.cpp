@@ -20,14 +20,15 @@ Sublayer<T>::Sublayer(const ModelConfig& config)
       eps_(static_cast<T>(config.layer_norm_eps)) {}
 
 template <typename T>
-void Sublayer<T>::carve(Arena<T>& arena, ResidualActivations<T>& s, const Shape& shape) const {
+void Sublayer<T>::carve(Arena<T>& arena, ResidualActivations<T>& s, const Shape& shape,
+                        TensorView<T> sub_out) const {
   if (pre_norm_) {
     s.normed = arena.take(shape);
   } else {
     s.residual_sum = arena.take(shape);
   }
   s.stats = carve_stats(arena, shape[0] * shape[1]);
-  s.sub_out = arena.take(shape);
+  s.sub_out = workspace::shaped(sub_out, shape);
   s.out = arena.take(shape);
 }
 

@@ -45,7 +45,7 @@ struct ResidualActivations {
   TensorView<T> normed;        // (B,L,D) pre-LN: N(x), f's input; empty for post-LN
   TensorView<T> residual_sum;  // (B,L,D) post-LN: x + drop(f(x)), the norm's input; empty for pre
   NormStats<T> stats;          // (B*L)
-  TensorView<T> sub_out;       // (B,L,D) f(.) after dropout
+  TensorView<T> sub_out;       // (B,L,D) f(.) after dropout; forward's only, shared (carve)
   TensorView<T> out;           // (B,L,D) y
 };
 
@@ -64,8 +64,10 @@ class Sublayer {
   bool pre_norm() const { return pre_norm_; }
 
   // Carves the activations of a sub-layer over a (B,L,D) input: the buffers this placement and
-  // this norm use, in the order forward writes them.
-  void carve(Arena<T>& arena, ResidualActivations<T>& s, const Shape& shape) const;
+  // this norm use, in the order forward writes them. f's output, `sub_out`, is read only within
+  // forward, so the caller passes one (B,L,D) buffer every sub-layer of a pass shares.
+  void carve(Arena<T>& arena, ResidualActivations<T>& s, const Shape& shape,
+             TensorView<T> sub_out) const;
   // Carves the statistics of a norm over `rows` rows.
   NormStats<T> carve_stats(Arena<T>& arena, int64_t rows) const;
 

@@ -157,7 +157,8 @@ const AttentionParams& Transformer<T>::attention_block_params(AttentionStack sta
 
 template <typename T>
 void Transformer<T>::carve_sublayer(Arena<T>& arena, SublayerActivations<T>& s, SublayerKind kind,
-                                    int64_t batch, int64_t length, int64_t keys, bool step) const {
+                                    int64_t batch, int64_t length, int64_t keys, bool step,
+                                    TensorView<T> sub_out_pool) const {
   const ModelConfig& c = config_;
   const int64_t B = batch, D = c.d_model, H = c.heads, K = c.d_k, V = c.d_v;
   if (kind == SublayerKind::kStackNorm) {
@@ -165,7 +166,7 @@ void Transformer<T>::carve_sublayer(Arena<T>& arena, SublayerActivations<T>& s, 
     s.stats = sublayer_.carve_stats(arena, B * length);
     return;
   }
-  sublayer_.carve(arena, s, {B, length, D});
+  sublayer_.carve(arena, s, {B, length, D}, sub_out_pool);
   if (kind == SublayerKind::kFeedForward) {
     s.hidden = arena.take({B, length, c.d_ff});
     s.pre_activation = ops::activation_backward_reads_input(c.activation)
@@ -190,7 +191,8 @@ void Transformer<T>::carve_sublayer(Arena<T>& arena, SublayerActivations<T>& s, 
 }
 
 template <typename T>
-void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length) {
+WorkspaceParts Transformer<T>::layout(bool counting, int64_t batch, int64_t src_length,
+                                      int64_t tgt_length) {
   const ModelConfig& c = config_;
   const int64_t B = batch, S = src_length, T_ = tgt_length, D = c.d_model, H = c.heads;
   const int64_t K = c.d_k, V = c.d_v, F = c.d_ff, N = c.vocab_size;
@@ -202,47 +204,65 @@ void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length
       for (size_t j = 0; j < layers[i].size(); ++j) {
         const SublayerKind kind = layers[i][j].kind;
         carve_sublayer(arena_, st.layers[i][j], kind, B, length,
-                       kind == SublayerKind::kCrossAttention ? S : length, false);
+                       kind == SublayerKind::kCrossAttention ? S : length, false, pool_sub_out_);
       }
     }
     st.output = st.layers.back().back().out;
   };
-  auto layout = [&](bool counting) {
-    arena_.begin(counting);
-    carve_stack(enc_, encoder_, S);
-    carve_stack(dec_, decoder_, T_);
-    // One (B*T, N) buffer, the largest of a small-vocabulary step's: logits, overwritten by
-    // their log-probabilities (what the loss backward needs), overwritten by their gradient.
-    logits_ = arena_.take({B * T_, N});
-    log_probs_ = logits_;
-    d_enc_stream_ = arena_.take({B, S, D});
-    d_dec_stream_ = arena_.take({B, T_, D});
-    d_enc_output_ = arena_.take({B, S, D});
-    pool_tmp1_ = arena_.take({B * L * D});
-    pool_tmp2_ = arena_.take({B * L * D});
-    pool_hidden_ = arena_.take({B * L * F});
-    pool_q_ = arena_.take({B * L * H * K});
-    pool_k_ = arena_.take({B * L * H * K});
-    pool_v_ = arena_.take({B * L * H * V});
-    pool_combined_ = arena_.take({B * L * H * V});
-    pool_q_heads_ = arena_.take({B * L * H * K});
-    pool_k_heads_ = arena_.take({B * L * H * K});
-    pool_v_heads_ = arena_.take({B * L * H * V});
-    pool_heads_out_ = arena_.take({B * L * H * V});
-    forward_pools_ = {pool_q_, pool_k_, pool_v_, pool_heads_out_, {}};
-    if (tiled()) {
-      forward_pools_.attention_scratch =
-          arena_.take({ops::attention_tiled_scratch_elements(ops::attention_tiled_workers())});
-    } else {
-      pool_scores_ = arena_.take({B * H * L * L});
-    }
-  };
-  layout(true);
+  WorkspaceParts parts;
+  arena_.begin(counting);
+  pool_sub_out_ = arena_.take({B * L * D});
+  const int64_t before_stacks = arena_.used();
+  carve_stack(enc_, encoder_, S);
+  carve_stack(dec_, decoder_, T_);
+  parts.activations = arena_.used() - before_stacks;
+  // One (B*T, N) buffer, the largest of a small-vocabulary step's: logits, overwritten by
+  // their log-probabilities (what the loss backward needs), overwritten by their gradient.
+  logits_ = arena_.take({B * T_, N});
+  log_probs_ = logits_;
+  parts.logits = arena_.used() - before_stacks - parts.activations;
+  d_enc_stream_ = arena_.take({B, S, D});
+  d_dec_stream_ = arena_.take({B, T_, D});
+  d_enc_output_ = arena_.take({B, S, D});
+  pool_tmp1_ = arena_.take({B * L * D});
+  pool_tmp2_ = arena_.take({B * L * D});
+  pool_hidden_ = arena_.take({B * L * F});
+  pool_q_ = arena_.take({B * L * H * K});
+  pool_k_ = arena_.take({B * L * H * K});
+  pool_v_ = arena_.take({B * L * H * V});
+  pool_combined_ = arena_.take({B * L * H * V});
+  pool_q_heads_ = arena_.take({B * L * H * K});
+  pool_k_heads_ = arena_.take({B * L * H * K});
+  pool_v_heads_ = arena_.take({B * L * H * V});
+  pool_heads_out_ = arena_.take({B * L * H * V});
+  forward_pools_ = {pool_q_, pool_k_, pool_v_, pool_heads_out_, {}};
+  if (tiled()) {
+    forward_pools_.attention_scratch =
+        arena_.take({ops::attention_tiled_scratch_elements(ops::attention_tiled_workers())});
+  } else {
+    pool_scores_ = arena_.take({B * H * L * L});
+  }
+  parts.scratch = arena_.used() - parts.activations - parts.logits;
+  return parts;
+}
+
+template <typename T>
+void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length) {
+  layout(true, batch, src_length, tgt_length);
   arena_.reserve(arena_.used());
-  layout(false);
-  batch_ = B;
-  src_length_ = S;
-  tgt_length_ = T_;
+  layout(false, batch, src_length, tgt_length);
+  batch_ = batch;
+  src_length_ = src_length;
+  tgt_length_ = tgt_length;
+}
+
+template <typename T>
+WorkspaceParts Transformer<T>::workspace_parts(int64_t batch, int64_t src_length,
+                                               int64_t tgt_length) {
+  const WorkspaceParts parts = layout(true, batch, src_length, tgt_length);
+  // Counting left views without memory: carve the current shape's again (no allocation).
+  if (batch_ > 0) layout(false, batch_, src_length_, tgt_length_);
+  return parts;
 }
 
 template <typename T>
@@ -260,7 +280,7 @@ void Transformer<T>::carve_step(Arena<T>& arena, StepWorkspace<T>& w, int64_t ba
                               SublayerKind::kFeedForward, SublayerKind::kStackNorm}) {
       const int64_t keys = kind == SublayerKind::kCrossAttention ? S : max_steps;
       SublayerActivations<T>& s = shared[static_cast<int>(kind)];
-      carve_sublayer(arena, s, kind, B, 1, keys, true);
+      carve_sublayer(arena, s, kind, B, 1, keys, true, arena.take({B, 1, D}));
       // Residual sub-layers write over their input; the stack norm into a buffer of its own.
       if (kind != SublayerKind::kStackNorm) s.out = w.x;
     }

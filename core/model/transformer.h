@@ -80,6 +80,14 @@ struct StepWorkspace {
   TensorView<T> logits;                                     // (B,N)
 };
 
+// Elements of a training step's workspace (Transformer::workspace_parts), by what they hold.
+struct WorkspaceParts {
+  int64_t activations = 0;  // saved for backward: the embeddings and every sub-layer's buffers
+  int64_t logits = 0;       // (B*T, N): logits, then log-probabilities, then their gradient
+  int64_t scratch = 0;      // gradient streams and the pools forward and backward share
+  int64_t total() const { return activations + logits + scratch; }
+};
+
 template <typename T>
 class Transformer {
  public:
@@ -152,14 +160,20 @@ class Transformer {
   // Elements of the activation workspace (saved activations and backward scratch) carved for
   // the current batch shape.
   int64_t workspace_elements() const { return arena_.used(); }
+  // What a training step over `batch` sentences of these lengths carves, by part (elements);
+  // counted without allocating, leaving the current batch's views as they were.
+  WorkspaceParts workspace_parts(int64_t batch, int64_t src_length, int64_t tgt_length);
 
  private:
   void carve(int64_t batch, int64_t src_length, int64_t tgt_length);
+  // One pass of carve: counting (no memory) or for real; returns the parts' sizes.
+  WorkspaceParts layout(bool counting, int64_t batch, int64_t src_length, int64_t tgt_length);
   // The carving of one sub-layer's activations over (B,length,D), attending over `keys`
   // positions; `step` carves incremental decoding's buffers (the probabilities as a pool for the
-  // longest cache, the standard kernel's whatever model.attention).
+  // longest cache, the standard kernel's whatever model.attention). `sub_out_pool` holds f's
+  // output (at least B*length*D elements; see Sublayer::carve).
   void carve_sublayer(Arena<T>& arena, SublayerActivations<T>& s, SublayerKind kind, int64_t batch,
-                      int64_t length, int64_t keys, bool step) const;
+                      int64_t length, int64_t keys, bool step, TensorView<T> sub_out_pool) const;
   // x (B,L,D) = scale * embedding of tokens + positions from `first_position` on, after dropout
   // p_drop.
   void embed_forward(TensorView<T> x, const int32_t* tokens, int table_index, int positions_index,
@@ -228,6 +242,7 @@ class Transformer {
   // Backward scratch: flat pools sized for the largest use, viewed with the shape of each use
   // (backward runs one sub-layer at a time, so every sub-layer reuses the same pools).
   TensorView<T> d_enc_stream_, d_dec_stream_, d_enc_output_, d_logits_;
+  TensorView<T> pool_sub_out_;  // (B*L*D) every sub-layer's f output (Sublayer::carve)
   TensorView<T> pool_tmp1_, pool_tmp2_, pool_hidden_, pool_q_, pool_k_, pool_v_, pool_combined_;
   TensorView<T> pool_q_heads_, pool_k_heads_, pool_v_heads_, pool_heads_out_;
   TensorView<T> pool_scores_;      // (B*H*L*L) standard kernel's backward scratch

@@ -26,6 +26,29 @@ std::string gib(double bytes) {
 
 }  // namespace
 
+TrainingMemory training_memory(const ModelConfig& model, int64_t batch, int64_t src_length,
+                               int64_t tgt_length) {
+  CHECK(batch >= 1 && src_length >= 1 && tgt_length >= 1)
+      << "a batch needs sentences and tokens, got " << batch << " x " << src_length << "+"
+      << tgt_length;
+  Transformer<float> sized(model, 0);
+  return training_memory(sized, batch, src_length, tgt_length);
+}
+
+TrainingMemory training_memory(Transformer<float>& model, int64_t batch, int64_t src_length,
+                               int64_t tgt_length) {
+  const WorkspaceParts parts = model.workspace_parts(batch, src_length, tgt_length);
+  const double element = sizeof(float);
+  TrainingMemory memory;
+  memory.parameters = element * static_cast<double>(model.params().size());
+  memory.gradients = element * static_cast<double>(model.grads().size());
+  memory.adam_moments = 2 * memory.parameters;  // Adam's m and v, one float per parameter each
+  memory.activations = element * static_cast<double>(parts.activations);
+  memory.logits = element * static_cast<double>(parts.logits);
+  memory.scratch = element * static_cast<double>(parts.scratch);
+  return memory;
+}
+
 std::vector<MemoryPart> estimate_memory(const ExperimentConfig& config) {
   std::vector<MemoryPart> parts;
   if (config.data.task != DataTask::kCorpus) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/config/experiment.h"
+#include "core/model/transformer.h"
 
 namespace attnlab {
 
@@ -22,6 +23,25 @@ struct MemoryPart {
 // dev), parameters with their gradients and Adam moments, and thread stacks. A lower bound: the
 // activations and the corpus text come on top.
 std::vector<MemoryPart> estimate_memory(const ExperimentConfig& config);
+
+// What one training process allocates for its model, Adam and a step's workspace, in bytes, for a
+// batch of `batch` sentences of src_length source and tgt_length target tokens: the model's own
+// carving (Transformer::workspace_parts), counted without allocating the workspace. Libraries,
+// OpenBLAS's buffers, the corpus and the thread stacks come on top.
+struct TrainingMemory {
+  double parameters = 0, gradients = 0, adam_moments = 0;
+  double activations = 0;  // saved for backward
+  double logits = 0;       // (B*T, vocab): logits -> log-probabilities -> their gradient
+  double scratch = 0;      // gradient streams and shared pools
+  double total() const {
+    return parameters + gradients + adam_moments + activations + logits + scratch;
+  }
+};
+TrainingMemory training_memory(const ModelConfig& model, int64_t batch, int64_t src_length,
+                               int64_t tgt_length);
+// The same for a model that exists (nothing more is allocated).
+TrainingMemory training_memory(Transformer<float>& model, int64_t batch, int64_t src_length,
+                               int64_t tgt_length);
 
 // The memory one process may use: physical memory, or RLIMIT_AS when that is lower; `source`
 // says which.
