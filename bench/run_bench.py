@@ -49,6 +49,12 @@ DECODE_SOURCE, NEW_TOKENS = 32, 32
 BF16_SPEEDUP_TARGETS = {"small": 1.5, "base": 1.8}
 BF16_TORCH_TARGET = 1.5
 BF16_MFU_TARGET = 0.70
+# Targets of threads (issue 44): tokens/s at 2 threads over 1 thread per configuration, in both
+# precisions, and never below 1.0x.
+THREAD_SPEEDUP_TARGETS = {"tiny": 1.5, "small": 1.8, "base": 1.8}
+THREAD_SPEEDUP_FLOOR = 1.0
+# A 1-minute load average at the start above this means other processes were running.
+LOADED_MACHINE = 0.5
 # The implementations of a run: fp32 always, the bf16 pair where the CPU runs bf16 natively.
 FP32_IMPLS = ("attnlab", "torch")
 BF16_IMPLS = ("attnlab_bf16", "torch_bf16")
@@ -117,10 +123,19 @@ def bf16_plan(args, cpuinfo=Path("/proc/cpuinfo")):
     return (FP32_IMPLS, reason) if reason else (FP32_IMPLS + BF16_IMPLS, "")
 
 
-def child_env(threads, coretype):
+def child_env(threads, coretype, impl="attnlab"):
+    """The environment of one bench process. attnlab's as the program sets its own
+    (cluster::settle_thread_environment): OpenMP's threads split the products, OpenBLAS runs one
+    thread, idle threads sleep (unless the user chose a policy). PyTorch's: its usual OpenMP and
+    OpenBLAS threads, both at the row's count."""
     env = dict(os.environ)
     env["OMP_NUM_THREADS"] = str(threads)
-    env["OPENBLAS_NUM_THREADS"] = str(threads)
+    if impl.startswith("attnlab"):
+        env["OPENBLAS_NUM_THREADS"] = "1"
+        if not env.get("OMP_WAIT_POLICY"):
+            env["OMP_WAIT_POLICY"] = "passive"
+    else:
+        env["OPENBLAS_NUM_THREADS"] = str(threads)
     if coretype:
         env["OPENBLAS_CORETYPE"] = coretype
     return env
@@ -173,7 +188,7 @@ def measure(rows, args, coretype, log, impls=FP32_IMPLS):
             for impl in run_order(impls, repeat, index):
                 if impl.startswith("torch") and args.no_torch:
                     continue
-                env = child_env(row.threads, coretype)
+                env = child_env(row.threads, coretype, impl)
                 results[row.key][impl].append(run_json(commands[impl], env, log))
     return results
 
@@ -301,6 +316,30 @@ def rss_table(rows, results):
     return lines
 
 
+MEMORY_PARTS = (("parameters", "memory_parameters_mib"), ("gradients", "memory_gradients_mib"),
+                ("Adam", "memory_adam_mib"), ("activations", "memory_activations_mib"),
+                ("logits", "memory_logits_mib"), ("scratch", "memory_scratch_mib"))
+
+
+def rss_breakdown_table(rows, results, impl="attnlab"):
+    """attnlab's peak RSS by component at one thread: what the model, Adam and the step's
+    workspace allocate (training_memory, core/train/memory_estimate.h) and the rest of the peak
+    (libraries, OpenBLAS's buffers, the batches, decoding's workspace comes later)."""
+    lines = ["| config | peak RSS MiB | " + " | ".join(f"{name} MiB" for name, _ in MEMORY_PARTS)
+             + " | other MiB |",
+             "|---|---|" + "---|" * len(MEMORY_PARTS) + "---|"]
+    for row in rows:
+        runs = results[row.key].get(impl, [])
+        if row.threads != 1 or not runs or "memory_parameters_mib" not in runs[0]:
+            continue
+        rss = med(runs, "peak_rss_mib")
+        parts = [med(runs, field) for _, field in MEMORY_PARTS]
+        lines.append(f"| {row.config} | {fmt(rss, 0)} | "
+                     + " | ".join(fmt(part, 0) for part in parts)
+                     + f" | {fmt(rss - sum(parts), 0)} |")
+    return lines if len(lines) > 2 else []
+
+
 def decode_table(rows, results):
     lines = ["| config | search | attnlab sent/s | PyTorch sent/s | ratio | target | verdict | "
              "sent/CPU-s ratio | FLOP ratio | tokens (attnlab / PyTorch) |",
@@ -332,6 +371,76 @@ def decode_table(rows, results):
                          f"{fmt(med(a, field + '_tokens'), 0)} / "
                          f"{fmt(med(t, field + '_tokens'), 0)} |")
     return lines
+
+
+def machine_loaded(context):
+    """Whether other processes ran when the bench started (its 1-minute load average)."""
+    try:
+        return float(str(context["load_start"]).split()[0]) >= LOADED_MACHINE
+    except (KeyError, ValueError, IndexError):
+        return True
+
+
+def threads_table(rows, results, context):
+    """Per configuration and implementation: tokens/s at 1 and 2 threads, the speed-up and its
+    verdict, the CPU-time efficiency, and OpenBLAS's own sgemm speed-up (PyTorch's torch.mm on
+    OpenBLAS's threads, 1024^3) beside attnlab's."""
+    by_key = {(row.config, row.threads): row for row in rows}
+    loaded = machine_loaded(context)
+    lines = ["| config | impl | 1 thread tok/s | 2 threads tok/s | speed-up | target | verdict | "
+             "CPU efficiency | OpenBLAS sgemm 2/1 | speed-up / OpenBLAS's |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    configs = sorted({row.config for row in rows}, key=list(THREAD_SPEEDUP_TARGETS).index)
+    for config in configs:
+        one, two = by_key.get((config, 1)), by_key.get((config, 2))
+        if not one or not two:
+            continue
+        torch_one, torch_two = results[one.key].get("torch", []), results[two.key].get("torch", [])
+        openblas = ratio_of(med(torch_two, "openblas_sgemm_peak_gflops"),
+                            med(torch_one, "openblas_sgemm_peak_gflops"))
+        for impl in ("attnlab", "attnlab_bf16", "torch", "torch_bf16"):
+            r1, r2 = results[one.key].get(impl, []), results[two.key].get(impl, [])
+            if not r1 or not r2:
+                continue
+            speedup = ratio_of(med(r2, "tokens_per_s"), med(r1, "tokens_per_s"))
+            # Work per CPU second at 2 threads over 1: 1.0 when the second thread costs nothing.
+            efficiency = ratio_of(med(r2, "tokens_per_cpu_s"), med(r1, "tokens_per_cpu_s"))
+            target, judged = "-", "-"
+            if impl.startswith("attnlab"):
+                goal = THREAD_SPEEDUP_TARGETS[config]
+                target = f">= {goal}x"
+                judged = ("not judged: the machine was loaded" if loaded
+                          else verdict(speedup, goal))
+            elif speedup == speedup and speedup < THREAD_SPEEDUP_FLOOR:
+                judged = "slower than 1 thread"
+            lines.append(f"| {config} | {impl} | {fmt(med(r1, 'tokens_per_s'))} | "
+                         f"{fmt(med(r2, 'tokens_per_s'))} | {fmt(speedup, 2)}x | {target} | "
+                         f"{judged} | {fmt(100 * efficiency)}% | {fmt(openblas, 2)}x | "
+                         f"{fmt(ratio_of(speedup, openblas), 2)} |")
+    return lines
+
+
+def threads_section(rows, results, context):
+    lines = threads_table(rows, results, context)
+    if len(lines) == 2:
+        return []
+    return [
+        "## Threads: 2 threads over 1 (target tokens/s)",
+        "attnlab keeps one thread pool: OpenMP's. OpenBLAS runs one thread, and blas::gemm splits "
+        "every large product into one block of rows or columns per thread (core/tensor/blas.cpp); "
+        "attention's per-head products go to the threads whole; idle threads sleep "
+        "(OMP_WAIT_POLICY=passive). 'CPU efficiency': tokens per CPU second at 2 threads over 1 "
+        "thread (100% when the second thread costs no extra work). 'OpenBLAS sgemm 2/1': "
+        "OpenBLAS's own threaded sgemm (PyTorch's torch.mm, 1024^3) at 2 threads over 1, the "
+        "scaling a product reaches on these cores; the last column sets attnlab's speed-up "
+        "against it. Targets: >= 1.8x on small and base, >= 1.5x on tiny, in fp32 and bf16; "
+        "never below 1.0x."
+        + (" The machine was loaded when the bench started, so wall-clock speed-ups are not "
+           "judged; the CPU efficiency stands." if machine_loaded(context) else ""),
+        "",
+        *lines,
+        "",
+    ]
 
 
 def ratio_of(numerator, denominator):
@@ -501,15 +610,19 @@ def report(rows, results, kernels, context):
         "## Machine and settings",
         f"- CPU: {context['cpu']}, {context['cores']} cores",
         f"- Load average (1/5/15 min) at start: {context['load_start']}, at end: "
-        f"{context['load_end']}. The machine is shared: other processes took part of the cores, "
-        "so wall-clock numbers carry their noise; both sides ran alternately under the same load, "
-        "and the CPU-time columns (process CPU seconds) are less sensitive to it.",
+        f"{context['load_end']}. "
+        + ("The machine is shared: other processes took part of the cores, so wall-clock numbers "
+           "carry their noise; both sides ran alternately under the same load, and the CPU-time "
+           "columns (process CPU seconds) are less sensitive to it." if machine_loaded(context)
+           else "No other process ran when the bench started (the load at the end is the "
+                "bench's own)."),
         f"- OpenBLAS kernel: attnlab {a_any['openblas_core']}, PyTorch "
         f"{t_any.get('openblas_core', 'n/a')}; OPENBLAS_CORETYPE={context['coretype'] or '(unset)'}"
         f" ({context['coretype_source']})",
-        "- Threads: OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = the row's thread count; attnlab "
-        "calls blas::set_threads and omp_set_num_threads, PyTorch torch.set_num_threads (and one "
-        "inter-op thread)",
+        "- Threads: attnlab as the program runs itself: OMP_NUM_THREADS = the row's thread count, "
+        "OPENBLAS_NUM_THREADS = 1, OMP_WAIT_POLICY = passive, and blas::set_threads; PyTorch: "
+        "OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = the row's thread count, "
+        "torch.set_num_threads (and one inter-op thread)",
         f"- PyTorch {t_any.get('torch_version', 'n/a')} (Debian python3-torch) on the same "
         "OpenBLAS; attnlab built Release",
         "- Model: the paper's post-LN Transformer, tied embeddings (scaled by sqrt(d_model)), "
@@ -530,6 +643,7 @@ def report(rows, results, kernels, context):
         "",
         *training_table(rows, results),
         "",
+        *threads_section(rows, results, context),
         "## Step time split",
         *split_table(rows, results),
         "",
@@ -543,6 +657,12 @@ def report(rows, results, kernels, context):
         "## Peak RSS while training (VmHWM after the training steps)",
         *rss_table(rows, results),
         "",
+        *(["### attnlab's peak RSS by component (one thread)",
+           "What the model, Adam and one step's workspace allocate, from the model's own carving "
+           "(`attnlab params` prints the same for a config); 'other' is the rest of the peak: "
+           "the libraries, OpenBLAS's buffers and the batches.", "",
+           *rss_breakdown_table(rows, results), ""] if rss_breakdown_table(rows, results)
+          else []),
         "## Decoding speed (sentences/s, one thread)",
         "'FLOP ratio': multiply-adds of the re-run loop over those of the KV cache for one "
         "sentence (bench/bench_configs.py): the speed-up the cache gives at equal efficiency per "

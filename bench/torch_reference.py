@@ -103,6 +103,23 @@ def random_batch(vocab, sentences, length, generator):
     return src, torch.cat([bos, words], 1), torch.cat([words, eos], 1)
 
 
+def sgemm_peak_gflops(repeats=8, n=1024):
+    """Best of `repeats` fp32 n^3 products through torch.mm: OpenBLAS's sgemm on OpenBLAS's own
+    threads (torch.set_num_threads sets them), (per wall second, per CPU second of the process).
+    The bench page sets attnlab's 2-thread speed-up beside OpenBLAS's own."""
+    generator = torch.Generator().manual_seed(7)
+    a = torch.rand(n, n, generator=generator) * 2 - 1
+    b = torch.rand(n, n, generator=generator) * 2 - 1
+    best_wall = best_cpu = float("inf")
+    for _ in range(repeats):
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        torch.mm(a, b.t())
+        best_wall = min(best_wall, time.perf_counter() - t0)
+        best_cpu = min(best_cpu, time.process_time() - cpu0)
+    flops = 2.0 * n ** 3
+    return flops / best_wall / 1e9, flops / best_cpu / 1e9
+
+
 def peak_rss_mib():
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
@@ -221,6 +238,7 @@ def main():
         total.append(t3 - t0)
         cpu.append(cpu_seconds)
     rss = peak_rss_mib()
+    openblas_peak = sgemm_peak_gflops() if args.precision == "fp32" else (0.0, 0.0)
     step_seconds = statistics.median(total)
     tokens_per_step = sentences * length
 
@@ -258,6 +276,8 @@ def main():
         **decoded, "beam": args.beam, "decode_batch": args.decode_batch,
         "openblas_core": openblas_core(), "torch_version": torch.__version__,
         "torch_threads": torch.get_num_threads(),
+        "openblas_sgemm_peak_gflops": openblas_peak[0],
+        "openblas_sgemm_peak_cpu_gflops": openblas_peak[1],
     }))
     return 0
 

@@ -29,6 +29,7 @@
 #include "core/model/transformer.h"
 #include "core/optim/adam.h"
 #include "core/tensor/blas.h"
+#include "core/train/memory_estimate.h"
 #include "core/util/rng.h"
 
 namespace attnlab::bench {
@@ -289,6 +290,8 @@ int run(const Options& o) {
     cpu.push_back(cpu_seconds);
   }
   const double rss = peak_rss_mib();
+  // What the model, Adam and the step's workspace hold (the rest of the RSS: libraries, buffers).
+  const TrainingMemory memory = training_memory(model, bc.sentences, bc.length, bc.length);
   const double tokens_per_step = static_cast<double>(bc.sentences * bc.length);
   const double step_seconds = median(total);
   const double tokens_per_second = tokens_per_step / step_seconds;
@@ -338,6 +341,13 @@ int run(const Options& o) {
   out.add("optimizer_s", median(optimizer)).add("step_s", step_seconds);
   out.add("step_cpu_s", step_cpu_seconds).add("tokens_per_s", tokens_per_second);
   out.add("tokens_per_cpu_s", tokens_per_step / step_cpu_seconds).add("peak_rss_mib", rss);
+  constexpr double kMiB = 1024.0 * 1024.0;
+  out.add("memory_parameters_mib", memory.parameters / kMiB)
+      .add("memory_gradients_mib", memory.gradients / kMiB)
+      .add("memory_adam_mib", memory.adam_moments / kMiB)
+      .add("memory_activations_mib", memory.activations / kMiB)
+      .add("memory_logits_mib", memory.logits / kMiB)
+      .add("memory_scratch_mib", memory.scratch / kMiB);
   out.add("sgemm_peak_gflops", sgemm_peak.wall_gflops);
   out.add("sgemm_peak_cpu_gflops", sgemm_peak.cpu_gflops);
   // mfu and mfu_cpu are over the peak of the run's precision: bf16_peak_* in a bf16 run.

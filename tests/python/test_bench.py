@@ -302,3 +302,79 @@ def test_kernels_leave_bf16_out_on_a_cpu_without_it(tmp_path):
     context, names = run_kernels_peaks(tmp_path, native=False)
     assert "neither avx512_bf16 nor amx_bf16" in context
     assert names == ["sgemm_peak/1024x1024x1024"]
+
+
+def two_thread_raw(load_start="0.00 0.00 0.00"):
+    """synthetic_raw plus a 2-thread row per configuration, the speed-ups chosen for both
+    verdicts: attnlab fp32 1.6x on tiny (met, 1.5x), 1.7x on small (missed, 1.8x), 1.9x on base
+    (met); attnlab bf16 1.2x on base (missed); PyTorch 0.8x on tiny (slower than one thread). Each
+    second thread costs a quarter more CPU time; OpenBLAS's own sgemm scales 1.9x."""
+    raw = synthetic_raw()
+    speedups = {"tiny": (1.6, 0.8, 1.5), "small": (1.7, 1.2, 1.8), "base": (1.9, 1.5, 1.2)}
+    for config, (attnlab, torch, bf16) in speedups.items():
+        raw["rows"].append({"config": config, "threads": 2, "steps": 2, "warmup": 1,
+                            "repeats": 1, "decode": False, "beam": 0})
+        one = raw["results"][f"{config} t1"]
+        two = {}
+        for impl, factor in (("attnlab", attnlab), ("torch", torch), ("attnlab_bf16", bf16),
+                             ("torch_bf16", torch)):
+            base = one[impl][0]
+            two[impl] = [dict(base, threads=2, tokens_per_s=base["tokens_per_s"] * factor,
+                              tokens_per_cpu_s=base["tokens_per_cpu_s"] / 1.25,
+                              openblas_sgemm_peak_gflops=190.0)]
+        one["torch"][0]["openblas_sgemm_peak_gflops"] = 100.0
+        raw["results"][f"{config} t2"] = two
+    raw["context"]["load_start"] = load_start
+    return raw
+
+
+def test_threads_section_judges_each_speed_up_against_its_target(tmp_path):
+    page = render(two_thread_raw(), tmp_path)
+    rows = section(page, "## Threads: 2 threads over 1 (target tokens/s)")
+    tiny = table_row(rows, "| tiny | attnlab |")
+    assert tiny[2:6] == ["1000.0", "1600.0", "1.60x", ">= 1.5x"] and tiny[6].startswith("met")
+    assert tiny[7:10] == ["80.0%", "1.90x", "0.84"]
+    small = table_row(rows, "| small | attnlab |")
+    assert small[4:6] == ["1.70x", ">= 1.8x"] and small[6].startswith("MISSED by 6%")
+    assert table_row(rows, "| base | attnlab |")[6].startswith("met")
+    assert table_row(rows, "| base | attnlab_bf16 |")[6].startswith("MISSED by 33%")
+    assert table_row(rows, "| tiny | torch |")[4:7] == ["0.80x", "-", "slower than 1 thread"]
+    assert table_row(rows, "| small | torch |")[6] == "-"
+    assert "No other process ran when the bench started" in page
+
+
+def test_threads_section_does_not_judge_wall_clock_on_a_loaded_machine(tmp_path):
+    page = render(two_thread_raw(load_start="1.50 1.20 1.00"), tmp_path)
+    rows = section(page, "## Threads: 2 threads over 1 (target tokens/s)")
+    assert table_row(rows, "| tiny | attnlab |")[6] == "not judged: the machine was loaded"
+    assert table_row(rows, "| tiny | attnlab |")[7] == "80.0%"
+    assert "The machine is shared" in page
+
+
+def test_one_thread_pages_have_no_threads_section(tmp_path):
+    assert "## Threads" not in render(synthetic_raw(), tmp_path)
+
+
+def test_attnlab_runs_as_the_program_sets_itself_and_pytorch_as_usual(monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    attnlab = run_bench.child_env(2, "Zen", "attnlab_bf16")
+    assert (attnlab["OMP_NUM_THREADS"], attnlab["OPENBLAS_NUM_THREADS"],
+            attnlab["OMP_WAIT_POLICY"]) == ("2", "1", "passive")
+    torch = run_bench.child_env(2, "Zen", "torch")
+    assert (torch["OMP_NUM_THREADS"], torch["OPENBLAS_NUM_THREADS"]) == ("2", "2")
+    assert "OMP_WAIT_POLICY" not in torch
+    monkeypatch.setenv("OMP_WAIT_POLICY", "active")
+    assert run_bench.child_env(2, "Zen")["OMP_WAIT_POLICY"] == "active"
+
+
+def test_rss_breakdown_sets_each_component_beside_the_peak(tmp_path):
+    raw = synthetic_raw()
+    parts = {"memory_parameters_mib": 100.0, "memory_gradients_mib": 100.0,
+             "memory_adam_mib": 200.0, "memory_activations_mib": 150.0,
+             "memory_logits_mib": 50.0, "memory_scratch_mib": 20.0}
+    raw["results"]["base t1"]["attnlab"][0].update(parts, peak_rss_mib=700.0)
+    page = render(raw, tmp_path)
+    rows = section(page, "### attnlab's peak RSS by component (one thread)")
+    assert table_row(rows, "| base |") == ["base", "700", "100", "100", "200", "150", "50", "20",
+                                           "80"]
+    assert not [line for line in rows if line.startswith("| tiny |")]  # no breakdown recorded
