@@ -1,5 +1,6 @@
 // split_heads (B,T,H*K) -> (B,H,T,K) and combine_heads (B,H,T,K) -> (B,T,H*K): pure permutations,
-// each the other's inverse and the other's gradient.
+// each the other's inverse and the other's gradient; (batch, head) blocks are copied in parallel
+// above kParallelMinElements.
 #include "core/ops/ops.h"
 
 namespace attnlab::ops {
@@ -10,6 +11,7 @@ void split_heads(TensorView<T> out, TensorView<const T> inp) {
                                  << out.shape().str();
   const int64_t batch = out.dim(0), heads = out.dim(1), length = out.dim(2), width = out.dim(3);
   check_shape(inp.shape(), Shape({batch, length, heads * width}), "split_heads input");
+#pragma omp parallel for collapse(2) schedule(static) if (out.numel() >= kParallelMinElements)
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t t = 0; t < length; ++t) {
@@ -27,6 +29,7 @@ void combine_heads(TensorView<T> out, TensorView<const T> inp) {
                                  << inp.shape().str();
   const int64_t batch = inp.dim(0), heads = inp.dim(1), length = inp.dim(2), width = inp.dim(3);
   check_shape(out.shape(), Shape({batch, length, heads * width}), "combine_heads output");
+#pragma omp parallel for collapse(2) schedule(static) if (out.numel() >= kParallelMinElements)
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t t = 0; t < length; ++t) {

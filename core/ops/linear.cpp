@@ -1,5 +1,9 @@
 // linear: out = inp W^T + b with W stored (out_features, in_features), and its gradient.
-// Legend: M rows, I in_features, O out_features.
+// Legend: M rows, I in_features, O out_features. The bias loops run in parallel above
+// kParallelMinElements: the broadcast by rows, the bias gradient by blocks of columns, each column
+// still summed over the rows in order (bit for bit the serial sum).
+#include <omp.h>
+
 #include "core/ops/ops.h"
 #include "core/tensor/blas.h"
 
@@ -17,6 +21,7 @@ void linear_forward(TensorView<T> out, TensorView<const T> inp, TensorView<const
   if (!bias.empty()) {
     check_shape(bias.shape(), Shape({out_features}), "linear bias");
     // Broadcast the bias into out, then let GEMM add inp W^T to it.
+#pragma omp parallel for schedule(static) if (rows * out_features >= kParallelMinElements)
     for (int64_t m = 0; m < rows; ++m) {
       T* row = out.data() + m * out_features;
       for (int64_t o = 0; o < out_features; ++o) row[o] = bias[o];
@@ -47,9 +52,15 @@ void linear_backward(TensorView<T> dinp, TensorView<T> dweight, TensorView<T> db
                 inp.data(), in_features, T(1), dweight.data(), in_features);
   if (!dbias.empty()) {
     check_shape(dbias.shape(), Shape({out_features}), "linear dbias");
-    for (int64_t m = 0; m < rows; ++m) {
-      const T* row = dout.data() + m * out_features;
-      for (int64_t o = 0; o < out_features; ++o) dbias[o] += row[o];
+#pragma omp parallel if (rows * out_features >= kParallelMinElements)
+    {
+      const int64_t workers = omp_get_num_threads(), worker = omp_get_thread_num();
+      const int64_t first = out_features * worker / workers;
+      const int64_t last = out_features * (worker + 1) / workers;
+      for (int64_t m = 0; m < rows; ++m) {
+        const T* row = dout.data() + m * out_features;
+        for (int64_t o = first; o < last; ++o) dbias[o] += row[o];
+      }
     }
   }
 }

@@ -108,5 +108,39 @@ TEST(Parallel, CrossEntropyMatchesOneThread) {
   EXPECT_EQ(sums[0].tokens, m - 1);
 }
 
+TEST(Parallel, LinearBiasAndHeadsMatchOneThread) {
+  // 512 rows of 160 features: the bias broadcast, the bias gradient (odd column blocks) and the
+  // heads permutations (B=8, T=64, H=5, K=32) all run threaded at two threads.
+  const int64_t b = 8, t = 64, heads = 5, width = 32, rows = b * t, in = 24, out = heads * width;
+  static_assert(8 * 64 * 5 * 32 >= ops::kParallelMinElements, "large enough to thread");
+  const std::vector<double> inp = random_uniform(rows * in, 151),
+                            weight = random_uniform(out * in, 152), bias = random_uniform(out, 153),
+                            dout = random_uniform(rows * out, 154);
+  std::vector<std::vector<double>> results[2];
+  with_one_then_two_threads([&](int threads) {
+    std::vector<double> y(rows * out), dinp(rows * in), dweight(out * in, 0.0), dbias(out, 0.25),
+        split(rows * out), combined(rows * out);
+    ops::linear_forward<double>(view(y, {rows, out}), const_view(inp, {rows, in}),
+                                const_view(weight, {out, in}), const_view(bias, {out}));
+    ops::linear_backward<double>(view(dinp, {rows, in}), view(dweight, {out, in}),
+                                 view(dbias, {out}), const_view(dout, {rows, out}),
+                                 const_view(inp, {rows, in}), const_view(weight, {out, in}), false);
+    ops::split_heads<double>(view(split, {b, heads, t, width}), const_view(y, {b, t, out}));
+    ops::combine_heads<double>(view(combined, {b, t, out}),
+                               const_view(split, {b, heads, t, width}));
+    results[threads - 1] = {y, dinp, dweight, dbias, split, combined};
+  });
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    EXPECT_TRUE(bitwise_equal(results[0][i], results[1][i])) << "result " << i;
+  }
+  EXPECT_TRUE(bitwise_equal(results[1][5], results[1][0])) << "combine_heads undoes split_heads";
+  // The bias gradient is the column sums of dout on top of the 0.25 it held.
+  for (int64_t o = 0; o < out; o += 37) {
+    double sum = 0.25;
+    for (int64_t m = 0; m < rows; ++m) sum += dout[static_cast<size_t>(m * out + o)];
+    EXPECT_NEAR(results[1][3][static_cast<size_t>(o)], sum, 1e-12) << "column " << o;
+  }
+}
+
 }  // namespace
 }  // namespace attnlab::test
