@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from bench_configs import decode_macs
+from scaling_pause import busy_cores
 
 ROOT = Path(__file__).resolve().parent.parent
 # The checkout's analysis package, for its number formatting.
@@ -53,8 +54,11 @@ BF16_MFU_TARGET = 0.70
 # precisions, and never below 1.0x.
 THREAD_SPEEDUP_TARGETS = {"tiny": 1.5, "small": 1.8, "base": 1.8}
 THREAD_SPEEDUP_FLOOR = 1.0
-# A 1-minute load average at the start above this means other processes were running.
+# Busy cores over the seconds before the bench starts (/proc/stat) at or above this mean other
+# processes were running; pages without that measurement read the 1-minute load average instead.
+LOADED_BUSY_CORES = 0.3
 LOADED_MACHINE = 0.5
+BUSY_SECONDS = 3
 # The implementations of a run: fp32 always, the bf16 pair where the CPU runs bf16 natively.
 FP32_IMPLS = ("attnlab", "torch")
 BF16_IMPLS = ("attnlab_bf16", "torch_bf16")
@@ -374,7 +378,10 @@ def decode_table(rows, results):
 
 
 def machine_loaded(context):
-    """Whether other processes ran when the bench started (its 1-minute load average)."""
+    """Whether other processes ran when the bench started: the cores they kept busy just before
+    it, or (older pages) the 1-minute load average."""
+    if "busy_start" in context:
+        return float(context["busy_start"]) >= LOADED_BUSY_CORES
     try:
         return float(str(context["load_start"]).split()[0]) >= LOADED_MACHINE
     except (KeyError, ValueError, IndexError):
@@ -610,7 +617,10 @@ def report(rows, results, kernels, context):
         "## Machine and settings",
         f"- CPU: {context['cpu']}, {context['cores']} cores",
         f"- Load average (1/5/15 min) at start: {context['load_start']}, at end: "
-        f"{context['load_end']}. "
+        f"{context['load_end']}"
+        + (f"; other processes kept {context['busy_start']} cores busy over the "
+           f"{BUSY_SECONDS} s before the bench started (/proc/stat). " if "busy_start" in context
+           else ". ")
         + ("The machine is shared: other processes took part of the cores, so wall-clock numbers "
            "carry their noise; both sides ran alternately under the same load, and the CPU-time "
            "columns (process CPU seconds) are less sensitive to it." if machine_loaded(context)
@@ -744,13 +754,14 @@ def main():
 
     started = time.monotonic()
     load_start = "%.2f %.2f %.2f" % os.getloadavg()
+    busy_start = f"{busy_cores(BUSY_SECONDS):.2f}"
     # The commit the binaries were just built from: others may commit while the bench runs.
     commit = git_commit()
     coretype, coretype_source = openblas_coretype()
     rows = plan(args)
     impls, bf16_reason = bf16_plan(args)
     log(f"run_bench: {len(rows)} rows, OPENBLAS_CORETYPE={coretype or '(unset)'} "
-        f"({coretype_source}), load {load_start}, bf16 rows: {bf16_reason or 'yes'}")
+        f"({coretype_source}), load {load_start}, busy cores {busy_start}, bf16 rows: {bf16_reason or 'yes'}")
     results = measure(rows, args, coretype, log, impls)
     kernels = {}
     if not args.no_kernels:
@@ -761,7 +772,7 @@ def main():
         "mode": "--quick" if args.quick else "full run",
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "commit": commit, "minutes": (time.monotonic() - started) / 60,
-        "cpu": cpu, "cores": cores, "load_start": load_start,
+        "cpu": cpu, "cores": cores, "load_start": load_start, "busy_start": busy_start,
         "load_end": "%.2f %.2f %.2f" % os.getloadavg(),
         "coretype": coretype, "coretype_source": coretype_source,
         "bf16": {"reason": bf16_reason},

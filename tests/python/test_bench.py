@@ -304,7 +304,7 @@ def test_kernels_leave_bf16_out_on_a_cpu_without_it(tmp_path):
     assert names == ["sgemm_peak/1024x1024x1024"]
 
 
-def two_thread_raw(load_start="0.00 0.00 0.00"):
+def two_thread_raw(busy_start="0.02"):
     """synthetic_raw plus a 2-thread row per configuration, the speed-ups chosen for both
     verdicts: attnlab fp32 1.6x on tiny (met, 1.5x), 1.7x on small (missed, 1.8x), 1.9x on base
     (met); attnlab bf16 1.2x on base (missed); PyTorch 0.8x on tiny (slower than one thread). Each
@@ -324,7 +324,7 @@ def two_thread_raw(load_start="0.00 0.00 0.00"):
                               openblas_sgemm_peak_gflops=190.0)]
         one["torch"][0]["openblas_sgemm_peak_gflops"] = 100.0
         raw["results"][f"{config} t2"] = two
-    raw["context"]["load_start"] = load_start
+    raw["context"]["busy_start"] = busy_start
     return raw
 
 
@@ -344,11 +344,20 @@ def test_threads_section_judges_each_speed_up_against_its_target(tmp_path):
 
 
 def test_threads_section_does_not_judge_wall_clock_on_a_loaded_machine(tmp_path):
-    page = render(two_thread_raw(load_start="1.50 1.20 1.00"), tmp_path)
+    page = render(two_thread_raw(busy_start="0.95"), tmp_path)
     rows = section(page, "## Threads: 2 threads over 1 (target tokens/s)")
     assert table_row(rows, "| tiny | attnlab |")[6] == "not judged: the machine was loaded"
     assert table_row(rows, "| tiny | attnlab |")[7] == "80.0%"
     assert "The machine is shared" in page
+    assert "other processes kept 0.95 cores busy over the 3 s before the bench started" in page
+
+
+def test_pages_without_a_busy_measurement_read_the_load_average(tmp_path):
+    raw = two_thread_raw()
+    del raw["context"]["busy_start"]
+    raw["context"]["load_start"] = "1.50 1.20 1.00"
+    rows = section(render(raw, tmp_path), "## Threads: 2 threads over 1 (target tokens/s)")
+    assert table_row(rows, "| base | attnlab |")[6] == "not judged: the machine was loaded"
 
 
 def test_one_thread_pages_have_no_threads_section(tmp_path):
