@@ -3,6 +3,7 @@ reports it, failures are named and wait for --retry-failed, Ctrl-C checkpoints t
 resumes them, and --dry-run renders a safe Slurm script from hostile names without Slurm."""
 
 import hashlib
+import os
 import re
 import shutil
 import signal
@@ -30,19 +31,19 @@ data: {{synthetic: {{train_size: 2000, dev_size: 50}}}}
 train: {{batch_tokens: 400, steps: {steps}, checkpoint_every: {every}}}
 eval: {{every: {every}}}
 log: {{every: 1}}
-cluster: {{ranks: {ranks}, threads_per_rank: 1}}
+cluster: {{ranks: {ranks}, threads_per_rank: {threads}}}
 sweep:
   seeds: {seeds}
 {extra}"""
 
 
 def write_sweep(directory, name="tiny", steps=30, ranks=1, seeds="[1, 2]",
-                extra="  grid: {model.norm: [post, pre]}\n", every=10):
+                extra="  grid: {model.norm: [post, pre]}\n", every=10, threads=1):
     """Writes a sweep YAML into `directory` (checkpoints and dev evaluations `every` steps) and
     returns its path."""
     path = directory / f"{name}.yaml"
     path.write_text(SWEEP.format(task=TASK, name=name, steps=steps, ranks=ranks, seeds=seeds,
-                                 extra=extra, every=every))
+                                 extra=extra, every=every, threads=threads))
     return path
 
 
@@ -658,6 +659,20 @@ def test_plan_calibrates_a_fixed_budget_sweep(attnlab, tmp_path):
                          tmp_path / "runs", timeout=120)
     assert "calibrating: 3 steps of budget.seed1" in result.stdout, result.stdout
     assert "core-hours" in result.stdout, result.stdout
+
+
+def test_plan_calibrates_with_the_sweeps_threads_per_rank(attnlab, tmp_path):
+    """A sweep of 2 threads per rank is calibrated on one rank of 2 threads (as many as the
+    machine has cores), so the per-core rate carries the threads' efficiency."""
+    path = write_sweep(tmp_path, name="threads", seeds="[1]", extra="", threads=2)
+    result = run_attnlab(attnlab, "plan", path, "--calibration-steps", "3", "--out",
+                         tmp_path / "runs", timeout=120)
+    if len(os.sched_getaffinity(0)) >= 2:
+        where = "one rank of 2 threads (the rate is per core: over the threads)"
+    else:
+        where = "one core"
+    assert f"calibrating: 3 steps of threads.seed1 on {where}..." in result.stdout, result.stdout
+    assert f"-step run of threads.seed1 on {where} of this machine" in result.stdout
 
 
 def test_a_build_with_uncommitted_changes_launches_only_with_allow_dirty(attnlab, tmp_path):
