@@ -2,9 +2,11 @@
 """Measured data-parallel scaling on this machine against `attnlab plan`'s cost model.
 
 Trains two models of experiments/small/table3-scale.yaml (its base, d_model 64, and a wider one)
-on Bible en->es for a few hundred steps in three layouts, side by side and `--reps` times each:
+on Bible en->es for a few hundred steps in four layouts, side by side and `--reps` times each:
 
     1 rank            attnlab train, one process, one thread
+    1 rank x 2 threads  the same process with cluster.threads_per_rank 2 (the same two cores as
+                      the next layout, as threads instead of ranks)
     2 ranks, 1 node   mpirun -np 2 --bind-to none (shared memory between the ranks)
     2 nodes           a sweep of one run on the two-node Slurm of `local-slurm.sh up --nodes 2`
                       (cluster/profiles/local-2nodes.yaml: one rank per node, TCP over the nodes'
@@ -261,8 +263,7 @@ def train_once(args, binary, env, senv, pauser, model_files, model, layout, rep,
             usage = run_slurm(binary, sweep, out, senv, args.max_window, window, args.slurm_net)
             run = read_run(run_dir_of(out, sweep))
         else:
-            ranks = 1 if layout == "1rank" else 2
-            usage = run_local(binary, experiment, ranks, out, env, args.max_window, window)
+            usage = run_local(binary, experiment, layout, out, env, args.max_window, window)
             run = read_run(out)
     row = dict(model=model, layout=layout, rep=rep, order=order, started=stamp,
                **run, **usage, load1_before=f"{window.load_before:.2f}",

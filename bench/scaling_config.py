@@ -1,4 +1,4 @@
-"""What bench/scaling.py measures and where it writes: paths, the two models, the three
+"""What bench/scaling.py measures and where it writes: paths, the two models, the four
 layouts, the assumed cluster for the paper's Table 3, and the limits of a clean run."""
 
 import sys
@@ -25,10 +25,14 @@ MODELS = {
 MODEL_TEXT = {"base": "d_model 64, d_ff 256", "wide": "d_model 256, d_ff 1024"}
 # Steps per run: about one to two minutes of one rank here.
 DEFAULT_STEPS = {"base": 300, "wide": 80}
-LAYOUTS = ["1rank", "2ranks1node", "2nodes"]
-LAYOUT_TEXT = {"1rank": "1 rank", "2ranks1node": "2 ranks, 1 node", "2nodes": "2 nodes x 1 rank"}
-# What `attnlab plan` is asked for each layout: (cores_per_node, nodes, network).
-PLAN_LAYOUT = {"1rank": (1, 1), "2ranks1node": (2, 1), "2nodes": (1, 2)}
+LAYOUTS = ["1rank", "1rank2threads", "2ranks1node", "2nodes"]
+LAYOUT_TEXT = {"1rank": "1 rank", "1rank2threads": "1 rank x 2 threads",
+               "2ranks1node": "2 ranks, 1 node", "2nodes": "2 nodes x 1 rank"}
+# (ranks, threads per rank) of each layout: the same two cores as 1 x 2 or 2 x 1 on one node.
+LAYOUT_SHAPE = {"1rank": (1, 1), "1rank2threads": (1, 2), "2ranks1node": (2, 1), "2nodes": (2, 1)}
+# What `attnlab plan` is asked for each layout: (cores_per_node, nodes, network). Its cost model
+# counts cores, so 1 x 2 and 2 x 1 on one node get the same prediction.
+PLAN_LAYOUT = {"1rank": (1, 1), "1rank2threads": (2, 1), "2ranks1node": (2, 1), "2nodes": (1, 2)}
 # A typical CPU cluster, for the paper's Table 3 (an assumption stated on the page, not a
 # measurement): two 24-core sockets per node, 100 Gb/s InfiniBand (12.5 GB/s, 2 us per message).
 ASSUMED_CLUSTER = {"cores_per_node": 48, "network_bandwidth": 12.5, "network_latency_us": 2.0}

@@ -6,7 +6,8 @@ import json
 import re
 import statistics
 
-from scaling_config import CLEAN_OTHERS, LAYOUTS, LAYOUT_TEXT, MODELS, PAPER_STEPS, PLAN_LAYOUT
+from scaling_config import (CLEAN_OTHERS, LAYOUT_SHAPE, LAYOUTS, LAYOUT_TEXT, MODELS, PAPER_STEPS,
+                            PLAN_LAYOUT)
 
 from analysis.formatting import percent  # scaling_config puts the checkout on the path
 
@@ -14,7 +15,7 @@ from analysis.formatting import percent  # scaling_config puts the checkout on t
 # --- CSV files ------------------------------------------------------------------------------------
 
 RUN_FIELDS = ["model", "layout", "rep", "order", "started", "steps", "steady_from", "step_s",
-              "step_s_median", "flops_per_step", "rate_gflops_core", "params", "world_size",
+              "step_s_median", "flops_per_step", "rate_gflops_core", "params", "world_size", "threads",
               "wall_s", "cpu_s", "nodes_seen", "rank_sessions", "load1_before", "busy_before",
               "waited_s", "others_cores", "others_top", "paused"]
 NET_FIELDS = ["quantity", "path", "rep", "value", "unit", "started", "load1_before",
@@ -109,12 +110,13 @@ def render_table(runs, plan):
                 continue
             compute, comm = prediction(plan, model, layout)
             total = compute + comm
-            ranks = 1 if layout == "1rank" else 2
+            ranks, threads = LAYOUT_SHAPE[layout]
+            cores = ranks * threads
             if one and layout != "1rank":
                 speed = one["step_s"] / m["step_s"]
                 p_speed = p_one / total
                 scaling = (f"{speed:.2f}x / {p_speed:.2f}x",
-                           f"{100 * speed / ranks:.0f}% / {100 * p_speed / ranks:.0f}%")
+                           f"{100 * speed / cores:.0f}% / {100 * p_speed / cores:.0f}%")
             else:
                 scaling = ("1 / 1", "-")
             used = f"{m['n']} of {m['total']}" + ("" if m["clean"] else " (none clean)")
@@ -271,7 +273,7 @@ def render_findings(runs, plan, net):
     medians = run_medians(runs)
     out = []
     for model in MODELS:
-        one, local, two = (medians.get((model, k)) for k in LAYOUTS)
+        one, threaded, local, two = (medians.get((model, k)) for k in LAYOUTS)
         if not (one and local and two):
             continue
         p_one = sum(prediction(plan, model, "1rank"))
@@ -285,6 +287,14 @@ def render_findings(runs, plan, net):
             f"({one['step_s'] / two['step_s']:.2f}x; model {p_one / p_two:.2f}x), "
             f"{two['step_s'] - local['step_s']:+.4f} s/step against 2 ranks on one node, where "
             f"the model's allreduce is {prediction(plan, model, '2nodes')[1]:.4f} s.")
+        if threaded:
+            faster = "threads" if threaded["step_s"] < local["step_s"] else "ranks"
+            out.append(
+                f"  The same two cores as 1 rank x 2 threads: {threaded['step_s']:.3f} s/step "
+                f"({one['step_s'] / threaded['step_s']:.2f}x over 1 rank) against "
+                f"{local['step_s']:.3f} s/step as 2 ranks x 1 thread "
+                f"({one['step_s'] / local['step_s']:.2f}x): {faster} are faster here, by "
+                f"{percent(max(threaded['step_s'], local['step_s']) / min(threaded['step_s'], local['step_s']) - 1)}.")
         across = net_stats(net, f"MPI_Allreduce of the {model} gradient", "2 nodes (veth)")
         within = net_stats(net, f"MPI_Allreduce of the {model} gradient", "2 ranks, 1 node")
         half = one["step_s"] / 2

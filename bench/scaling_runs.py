@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from scaling_config import MODELS, PAPER, ROOT, SCALE, TWO_NODES
+from scaling_config import LAYOUT_SHAPE, MODELS, PAPER, ROOT, SCALE, TWO_NODES
 from scaling_pause import CLEANUP, read_proc
 
 
@@ -61,6 +61,7 @@ def read_run(run_dir):
     data = read_run_file(Path(run_dir) / "run.h5", with_attention=False)
     status = data.status
     world = int(data.attrs["world_size"])
+    threads = int(data.attrs["threads"])
     summary = data.summary
     steps = data.train["step"].to_numpy(dtype=float)
     wall = data.train["wall_time"].to_numpy(dtype=float)
@@ -74,13 +75,16 @@ def read_run(run_dir):
     flops_per_token = summary["train_flops"] / summary["train_tokens"]
     return {
         "world_size": world,
+        "threads": threads,
         "steps": int(steps[-1]),
         "steady_from": int(steps[first]),
         "step_s": seconds / span,
         "step_s_median": float(np.median(np.diff(wall[first:]) / np.diff(steps[first:]))),
         "flops_per_step": summary["train_flops"] / int(summary["steps"]),
-        # What attnlab plan's measured_rate computes, over the steady steps, per core.
-        "rate_gflops_core": flops_per_token * (tokens[-1] - tokens[first]) / seconds / world / 1e9,
+        # What attnlab plan's measured_rate computes, over the steady steps, per core (the
+        # ranks times their threads).
+        "rate_gflops_core": (flops_per_token * (tokens[-1] - tokens[first]) / seconds
+                             / (world * threads) / 1e9),
         "params": int(summary["params"]),
     }
 
@@ -125,15 +129,19 @@ def wait_child(pid, timeout, on_timeout, poll=None):
         time.sleep(0.1)
 
 
-def run_local(binary, experiment, ranks, out_dir, env, timeout, window):
-    """One training run started here (1 rank, or 2 under mpirun); returns its rusage too.
+def run_local(binary, experiment, layout, out_dir, env, timeout, window):
+    """One training run started here (1 rank of 1 or 2 threads, or 2 ranks under mpirun); returns
+    its rusage too.
 
     Each rank runs in a session of its own (setsid -w), as the ranks slurmd starts do: with the
     kernel's autogroup scheduling (/proc/sys/kernel/sched_autogroup_enabled) CPU time is shared
     between sessions first, so two ranks in one session would get one session's share against
     every other session's process, and the two launchers would not be compared alike."""
+    ranks, threads = LAYOUT_SHAPE[layout]
+    env = dict(env, OMP_NUM_THREADS=str(threads))
     command = ["setsid", "-w", str(binary), "train", "-c", str(experiment), "--set",
-               f"cluster.ranks={ranks}", "--out", str(out_dir)]
+               f"cluster.ranks={ranks}", "--set", f"cluster.threads_per_rank={threads}", "--out",
+               str(out_dir)]
     if ranks > 1:
         command = ["mpirun", "-np", str(ranks), "--bind-to", "none"] + (
             ["--allow-run-as-root"] if os.geteuid() == 0 else []) + command

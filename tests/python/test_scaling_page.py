@@ -69,7 +69,9 @@ def test_the_measured_column_is_the_median_of_the_clean_runs(scaling):
     assert set(clean["layout"]) == set(scaling.LAYOUTS) and set(clean["model"]) == set(
         scaling.MODELS)
     assert (runs[runs.layout == "2nodes"]["nodes_seen"] == "n1+n2").all()
-    assert (runs[runs.layout != "1rank"]["world_size"] == 2).all()
+    for layout, (ranks, threads) in scaling.LAYOUT_SHAPE.items():
+        assert (runs[runs.layout == layout]["world_size"] == ranks).all(), layout
+        assert (runs[runs.layout == layout]["threads"] == threads).all(), layout
     assert (runs["rank_sessions"] == runs["world_size"]).all(), "one session per rank"
     table = scaling.render_table(scaling.read_csv(scaling.RESULTS / "measurements.csv"),
                                  scaling.read_csv(scaling.RESULTS / "plan.csv"))
