@@ -242,8 +242,9 @@ def render_machine(meta, runs, net):
         f"- CPU: {meta['cpu']}, {meta['cores']} cores ({meta['threads_per_core']} thread per "
         f"core), {meta['hypervisor']}; AVX2 {meta['avx2']}, FMA {meta['fma']}, "
         f"AVX-512F {meta['avx512f']}; L3 {meta['l3']}",
-        f"- OpenBLAS kernel {meta['openblas_core']}; one thread per rank (OMP_NUM_THREADS = "
-        f"OPENBLAS_NUM_THREADS = 1, OMP_WAIT_POLICY = passive); {meta['mpi']}; "
+        f"- OpenBLAS kernel {meta['openblas_core']}; one thread per rank except in 1 rank x 2 "
+        f"threads (OMP_NUM_THREADS = cluster.threads_per_rank, OPENBLAS_NUM_THREADS = 1, "
+        f"OMP_WAIT_POLICY = passive); {meta['mpi']}; "
         f"{meta['kernel']}",
         f"- Binary: `{meta['binary_version']}`; runs of `{meta['runs_source']}`",
         f"- Written by `bench/scaling.py` on {meta['date']} in {meta['minutes']:.0f} minutes: "
