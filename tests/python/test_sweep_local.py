@@ -459,7 +459,8 @@ def test_a_command_line_sweep_expands_exactly_like_its_yaml_form(attnlab, tmp_pa
     its readable name in <sweep>/names/."""
     experiment = tmp_path / "experiment.yaml"
     experiment.write_text(SWEEP.split("sweep:")[0].format(task=TASK, name="exp", steps=10,
-                                                          ranks=1, seeds="", extra="", every=10))
+                                                          ranks=1, seeds="", extra="", every=10,
+                                                          threads=1))
     yaml_form = tmp_path / "yaml-form.yaml"
     yaml_form.write_text(f"base: {experiment}\nsweep:\n  name: cli\n"
                          "  grid: {model.norm: [post, pre], train.lr.warmup: [100, 200]}\n"
