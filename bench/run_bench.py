@@ -344,6 +344,17 @@ def rss_breakdown_table(rows, results, impl="attnlab"):
     return lines if len(lines) > 2 else []
 
 
+def rss_breakdown_section(rows, results):
+    """The breakdown under its heading; nothing for pages whose runs did not record it."""
+    table = rss_breakdown_table(rows, results)
+    if not table:
+        return []
+    return ["### attnlab's peak RSS by component (one thread)",
+            "What the model, Adam and one step's workspace allocate, from the model's own carving "
+            "(`attnlab params` prints the same for a config); 'other' is the rest of the peak: "
+            "the libraries, OpenBLAS's buffers and the batches.", "", *table, ""]
+
+
 def decode_table(rows, results):
     lines = ["| config | search | attnlab sent/s | PyTorch sent/s | ratio | target | verdict | "
              "sent/CPU-s ratio | FLOP ratio | tokens (attnlab / PyTorch) |",
@@ -667,12 +678,7 @@ def report(rows, results, kernels, context):
         "## Peak RSS while training (VmHWM after the training steps)",
         *rss_table(rows, results),
         "",
-        *(["### attnlab's peak RSS by component (one thread)",
-           "What the model, Adam and one step's workspace allocate, from the model's own carving "
-           "(`attnlab params` prints the same for a config); 'other' is the rest of the peak: "
-           "the libraries, OpenBLAS's buffers and the batches.", "",
-           *rss_breakdown_table(rows, results), ""] if rss_breakdown_table(rows, results)
-          else []),
+        *rss_breakdown_section(rows, results),
         "## Decoding speed (sentences/s, one thread)",
         "'FLOP ratio': multiply-adds of the re-run loop over those of the KV cache for one "
         "sentence (bench/bench_configs.py): the speed-up the cache gives at equal efficiency per "

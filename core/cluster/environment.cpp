@@ -38,6 +38,12 @@ bool has_flag(const std::string& flags, const std::string& flag) {
   return padded.find(" " + flag + " ") != std::string::npos;
 }
 
+// Whether the environment leaves `name` unset (or empty): a value the user set always wins.
+bool env_unset(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr || *value == '\0';
+}
+
 }  // namespace
 
 std::string openblas_coretype(const std::string& cpuinfo_path) {
@@ -64,25 +70,19 @@ Environment run_environment(int64_t threads_per_rank) {
   // The program splits products over OpenMP's threads itself (blas::set_threads); OpenBLAS's own
   // pool would only add idle threads.
   Environment env = {{"OMP_NUM_THREADS", threads}, {"OPENBLAS_NUM_THREADS", "1"}};
-  auto unset = [](const char* name) {
-    const char* value = std::getenv(name);
-    return value == nullptr || *value == '\0';
-  };
-  if (unset("OPENBLAS_CORETYPE")) {
+  if (env_unset("OPENBLAS_CORETYPE")) {
     const std::string kernel = openblas_coretype();
     if (!kernel.empty()) env.emplace_back("OPENBLAS_CORETYPE", kernel);
   }
   // Idle OpenMP threads sleep instead of spinning: concurrent runs and ranks share the cores.
-  if (unset("OMP_WAIT_POLICY")) env.emplace_back("OMP_WAIT_POLICY", "passive");
+  if (env_unset("OMP_WAIT_POLICY")) env.emplace_back("OMP_WAIT_POLICY", "passive");
   return env;
 }
 
 void settle_thread_environment(char** argv) {
-  const char* policy = std::getenv("OMP_WAIT_POLICY");
-  if (policy != nullptr && *policy != '\0') return;
+  if (!env_unset("OMP_WAIT_POLICY")) return;
   setenv("OMP_WAIT_POLICY", "passive", 1);
-  const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
-  if (blas_threads == nullptr || *blas_threads == '\0') setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  if (env_unset("OPENBLAS_NUM_THREADS")) setenv("OPENBLAS_NUM_THREADS", "1", 1);
   const std::string exe = self_executable();
   if (!exe.empty()) execv(exe.c_str(), argv);
   std::cerr << "attnlab: warning: could not restart with OMP_WAIT_POLICY=passive ("

@@ -28,7 +28,7 @@ CBLAS_TRANSPOSE transpose_flag(bool trans) { return trans ? CblasTrans : CblasNo
 // The compute threads of the process (set_threads). OpenBLAS itself always runs one thread: its
 // pthread pool and OpenMP's would be two pools on the same cores, and OpenBLAS's idle workers spin
 // for up to 2^28 cycles after every product, stealing the core an OpenMP region needs next (a
-// second thread made tiny 0.65x and small 0.95x as fast as one). Every parallel product is split
+// second thread made tiny 0.65x and small 0.92x as fast as one). Every parallel product is split
 // here into one-thread sgemm calls inside an OpenMP region, so the process has one pool.
 int g_threads = [] {
   openblas_set_num_threads(1);
@@ -59,22 +59,17 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
               static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
 }
 
-// C = alpha op(A) op(B) + beta C over the process's threads: C is cut into one block of rows (or
-// of columns, whichever dimension is longer) per thread, and each block is an independent
-// one-thread sgemm on the matching rows of op(A) (columns of op(B)). Every element of C is still
-// one dot product over all of K in sgemm's order, so the split never changes which terms are
-// summed, only which thread sums them.
-void sgemm_split(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                 int64_t ldc) {
+// C = alpha op(A) op(B) + beta C over `workers` threads (product_threads): C is cut into one block
+// of rows (or of columns, whichever dimension is longer) per thread, and each block is an
+// independent one-thread sgemm on the matching rows of op(A) (columns of op(B)). Every element of C
+// is still one dot product over all of K in sgemm's order, so the split never changes which terms
+// are summed, only which thread sums them.
+void sgemm_split(int workers, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                 float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                 float* c, int64_t ldc) {
   const bool by_rows = m >= n;
   const int64_t length = by_rows ? m : n;
   const int64_t aligned_blocks = length / kSplitAlign;
-  const int workers = split_workers(length);
-  if (workers < 2) {
-    sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    return;
-  }
 #pragma omp parallel num_threads(workers)
   {
     const int64_t worker = omp_get_thread_num();
@@ -107,8 +102,8 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
     gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  if (split_pays(m * n * k)) {
-    sgemm_split(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (const int workers = product_threads(m, n, k); workers > 1) {
+    sgemm_split(workers, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } else {
     sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
