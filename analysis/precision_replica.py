@@ -36,46 +36,25 @@ from analysis.errors import AnalysisError, command_line  # noqa: E402
 from analysis.formatting import finite, fixed  # noqa: E402
 from analysis.sweep import load_sweep  # noqa: E402
 from analysis.table import build_table  # noqa: E402
+from analysis.twins import twins as paired_runs  # noqa: E402
 
 PRECISION = "train.precision"
-# Keys that say where and under what name a run ran, not what it computed (as run ids leave
-# them out, core/config/sweep.h).
-_NOT_COMPUTATION = ("name", "log.dir")
 
 
-def _computation(config):
-    return {k: v for k, v in config.items()
-            if k not in _NOT_COMPUTATION and not k.startswith("cluster.") and k != PRECISION}
+def _precisions_are_the_pair(ours, twin):
+    if ours.config.get(PRECISION) != "bf16":
+        raise AnalysisError(f"{ours.path}: {PRECISION} is {ours.config.get(PRECISION)!r}; "
+                            "the replica's runs are bf16")
+    if twin.config.get(PRECISION, "fp32") != "fp32":
+        raise AnalysisError(f"{twin.path}: {PRECISION} is {twin.config.get(PRECISION)!r}; "
+                            "the table's runs are fp32")
 
 
 def twins(table, replica):
     """{(row, seed): (fp32 run id, bf16 run id)} over the replica's completed runs, each with its
     completed twin in the table. AnalysisError when a replica run is not bf16, a table run is not
     fp32, or the twin differs in any key but the precision."""
-    pairs = {}
-    completed = replica.completed_runs().set_index("run_id")
-    for run_id in completed.index:
-        ours = replica.data[run_id]
-        if ours.config.get(PRECISION) != "bf16":
-            raise AnalysisError(f"{ours.path}: {PRECISION} is {ours.config.get(PRECISION)!r}; "
-                                "the replica's runs are bf16")
-        row = completed.at[run_id, "row"]
-        seed = int(ours.config.get("seed", ours.attrs.get("seed", -1)))
-        candidates = table.completed_runs(row)
-        candidates = candidates[candidates["seed"] == seed]
-        if candidates.empty:
-            continue  # its twin has not completed yet: the pair waits
-        twin = table.data[candidates["run_id"].iloc[0]]
-        if twin.config.get(PRECISION, "fp32") != "fp32":
-            raise AnalysisError(f"{twin.path}: {PRECISION} is {twin.config.get(PRECISION)!r}; "
-                                "the table's runs are fp32")
-        mine, theirs = _computation(ours.config), _computation(twin.config)
-        differing = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
-        if differing:
-            raise AnalysisError(f"{ours.path} and its fp32 twin {twin.path} ({row}, seed {seed}) "
-                                f"differ in {', '.join(differing)}, not in precision alone")
-        pairs[(row, seed)] = (candidates["run_id"].iloc[0], run_id)
-    return pairs
+    return paired_runs(table, replica, {PRECISION}, "precision", _precisions_are_the_pair)
 
 
 def precision_effects(table, replica, pairs):

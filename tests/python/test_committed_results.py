@@ -109,6 +109,21 @@ def test_committed_tables_are_recomputed_from_the_logs(tmp_path, name):
     assert not diff, f"report.md is stale; regenerate it with\n  {command}\n{diff[:4000]}"
 
 
+BUDGET_CHECK = ROOT / "docs" / "results" / "budget-check"
+
+
+def test_the_budget_check_page_is_recomputed_from_both_sweeps_logs(tmp_path):
+    command = [sys.executable, "-m", "analysis.budget_check",
+               "docs/results/table3-budget/runs", "docs/results/budget-check/runs"]
+    result = subprocess.run([*command, "--out", str(tmp_path)], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for file in ("budget.md", "budget.csv"):
+        diff = _diff((BUDGET_CHECK / file).read_text(), (tmp_path / file).read_text(), file)
+        assert not diff, (f"{file} is stale; regenerate it with\n  {' '.join(command[1:])} "
+                          f"--out docs/results/budget-check\n{diff[:4000]}")
+
+
 PILOT = ROOT / "docs" / "results" / "pilot-lr"
 
 # docs/results/small-base.md: analysis.runpage's page of small-base, whose run is the base row's

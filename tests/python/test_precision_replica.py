@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from conftest import ROOT, run_attnlab
+from conftest import ROOT
+from tiny_table import dev_ppl, edited_copy, make_table
 
 sys.path.insert(0, str(ROOT))
 
@@ -26,24 +27,6 @@ from analysis.manifest import read_manifest  # noqa: E402
 from analysis.sweep import load_sweep  # noqa: E402
 from analysis.table import build_table  # noqa: E402
 
-EXPERIMENT = f"""base: {ROOT}/experiments/tasks/reverse.yaml
-name: tiny
-model: {{encoder_layers: 1, decoder_layers: 1, d_model: 32, d_ff: 64, heads: 4, d_k: 8, d_v: 8}}
-data: {{synthetic: {{train_size: 2000, dev_size: 50}}}}
-train: {{batch_tokens: 400, steps: 16, lr: {{warmup: 8}}}}
-eval: {{every: 8}}
-log: {{every: 4}}
-"""
-SWEEP = """base: tiny.yaml
-sweep:
-  name: tiny
-  test: welch
-  rows:
-    - {name: base, group: base}
-    - {name: "A h=1", group: A, set: {model.heads: 1, model.d_k: 32, model.d_v: 32}}
-    - {name: "A h=2", group: A, set: {model.heads: 2, model.d_k: 16, model.d_v: 16}}
-  seeds: [1, 2, 3]
-"""
 # bf16's dev PPL over fp32's, per row and seed: base and A h=2 unchanged, A h=1 three times
 # worse on every seed (a verdict that must move to "higher").
 FACTORS = {"base": (1.0, 1.0, 1.0), "A-h-1": (3.0, 3.1, 2.9), "A-h-2": (1.0, 1.0, 1.0)}
@@ -51,34 +34,17 @@ FACTORS = {"base": (1.0, 1.0, 1.0), "A-h-1": (3.0, 3.1, 2.9), "A-h-2": (1.0, 1.0
 
 @pytest.fixture(scope="module")
 def table(attnlab, tmp_path_factory):
-    work = tmp_path_factory.mktemp("replica")
-    (work / "tiny.yaml").write_text(EXPERIMENT)
-    (work / "sweep.yaml").write_text(SWEEP)
-    run_attnlab(attnlab, "sweep", work / "sweep.yaml", "--launcher", "local", "--out",
-                work / "runs")
-    return work / "runs" / "tiny"
+    return make_table(attnlab, tmp_path_factory.mktemp("replica"))
 
 
 def make_replica(table, destination, factors=FACTORS, precision="bf16"):
     """A copy of `table` whose runs say train.precision `precision` and whose final dev PPL is
     the table's times factors[row][seed - 1]."""
-    shutil.copytree(table, destination, ignore=shutil.ignore_patterns("ckpt", "report"))
-    for run in read_manifest(destination / "manifest.yaml").runs:
-        with h5py.File(destination / run.id / "run.h5", "r+") as f:
-            f["config"].attrs["train.precision"] = precision
-            summary = f["summary"].attrs
-            summary["final_dev_ppl"] = float(summary["final_dev_ppl"]) * factors[run.row][
-                run.seed - 1]
-    return destination
-
-
-def dev_ppl(directory):
-    """{(row, seed): final dev PPL} of a sweep directory, read directly from its run logs."""
-    out = {}
-    for run in read_manifest(directory / "manifest.yaml").runs:
-        with h5py.File(directory / run.id / "run.h5", "r") as f:
-            out[(run.row, run.seed)] = float(f["summary"].attrs["final_dev_ppl"])
-    return out
+    def edit(run, f):
+        f["config"].attrs["train.precision"] = precision
+        summary = f["summary"].attrs
+        summary["final_dev_ppl"] = float(summary["final_dev_ppl"]) * factors[run.row][run.seed - 1]
+    return edited_copy(table, destination, edit)
 
 
 def test_precision_effects_and_verdicts_are_the_known_answers(table, tmp_path):
