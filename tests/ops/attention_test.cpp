@@ -262,6 +262,9 @@ const AttentionShape kShapes[] = {
     {1, 3, 7, 7, 2, 5},    // T = S, d_v > d_k
     {2, 1, 7, 3, 3, 1},    // T > S, d_v = 1
     {2, 2, 19, 37, 8, 8},  // rows longer than a vector (float rows run 8 or 16 lanes + a tail)
+    // One query (decoding's dot-product path when there is no dropout), widths with vector tails.
+    {3, 2, 1, 37, 24, 20},
+    {2, 3, 1, 5, 8, 3},
 };
 const char* kScales[] = {"rsqrt_dk", "none", "inv_dk", "0.5", "learned"};
 const MaskKind kMasks[] = {MaskKind::kNone, MaskKind::kPadding, MaskKind::kCausal,
