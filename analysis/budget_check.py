@@ -12,14 +12,13 @@ beside the table, never mixed into it. The rules, stated so that they can be che
   of geometric means, as % of PPL), at the table's budget and at the longer one.
 - **Whether the budget moves the order**: for every pair of compared rows, the sign of their
   dev log-PPL difference at each budget; the order of a pair *moves* when the sign flips, and
-  Kendall's tau (scipy.stats.kendalltau) between the two budgets' dev PPLs summarises the whole
+  Kendall's tau-b (scipy, analysis/stats.py) between the two budgets' dev PPLs summarises the whole
   order. With one seed a row these are descriptions of the runs, not tests: a pair whose gap is
   inside seed noise can flip by chance, so each flipped pair is shown with both gaps.
 
 Writes budget.md and budget.csv.
 """
 
-import argparse
 import itertools
 import math
 import pathlib
@@ -30,11 +29,11 @@ if __package__ in (None, ""):
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from scipy import stats as scipy_stats  # noqa: E402
 
 from analysis.errors import AnalysisError, command_line  # noqa: E402
 from analysis.formatting import finite, fixed  # noqa: E402
-from analysis.sweep import load_sweep  # noqa: E402
+from analysis.side_by_side import two_sweeps_main  # noqa: E402
+from analysis.stats import kendall_tau  # noqa: E402
 from analysis.twins import twins  # noqa: E402
 
 BUDGET_KEYS = {"train.steps", "train.lr.cooldown"}
@@ -112,9 +111,7 @@ def order_changes(frame):
         after = math.log(a["longer_dev_ppl"]) - math.log(b["longer_dev_ppl"])
         if np.sign(before) != np.sign(after):
             flips.append((a["row"], b["row"], _percent_of_ppl(before), _percent_of_ppl(after)))
-    tau = math.nan
-    if len(compared) >= 2:
-        tau = float(scipy_stats.kendalltau(compared["dev_ppl"], compared["longer_dev_ppl"])[0])
+    tau = kendall_tau(compared["dev_ppl"], compared["longer_dev_ppl"])
     return flips, tau, list(compared["row"])
 
 
@@ -164,30 +161,21 @@ def markdown(frame, table, check):
     return "\n".join(lines) + "\n"
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        prog="python3 -m analysis.budget_check",
-        description="Rows of a table trained for a longer budget, beside the table's same rows "
-                    "and seeds: whether the budget moves their order.")
-    parser.add_argument("table", help="the table's sweep directory (manifest and run logs)")
-    parser.add_argument("check", help="the budget check's sweep directory")
-    parser.add_argument("--out", required=True, help="directory for budget.md and budget.csv")
-    return parser.parse_args(argv)
+def _write(table, check, out):
+    frame = budget_frame(table, check)
+    frame.to_csv(out / "budget.csv", index=False, float_format="%.10g")
+    (out / "budget.md").write_text(markdown(frame, table, check), encoding="utf-8")
+    return [out / "budget.md", out / "budget.csv"]
 
 
 @command_line("analysis.budget_check")
 def main(argv=None):
-    args = parse_args(argv)
-    table = load_sweep(pathlib.Path(args.table), with_attention=False)
-    check = load_sweep(pathlib.Path(args.check), with_attention=False)
-    frame = budget_frame(table, check)
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out / "budget.csv", index=False, float_format="%.10g")
-    (out / "budget.md").write_text(markdown(frame, table, check), encoding="utf-8")
-    print(f"wrote {out / 'budget.md'} and {out / 'budget.csv'}")
-    return 0
-
+    return two_sweeps_main(
+        argv, "analysis.budget_check",
+        "Rows of a table trained for a longer budget, beside the table's same rows and seeds: "
+        "whether the budget moves their order.",
+        ("table", "the table's sweep directory (manifest and run logs)"),
+        ("check", "the budget check's sweep directory"), _write)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -19,7 +19,6 @@ can be checked:
 Writes replica.md and replica.csv.
 """
 
-import argparse
 import dataclasses
 import math
 import pathlib
@@ -34,7 +33,7 @@ from scipy import stats as scipy_stats  # noqa: E402
 
 from analysis.errors import AnalysisError, command_line  # noqa: E402
 from analysis.formatting import finite, fixed  # noqa: E402
-from analysis.sweep import load_sweep  # noqa: E402
+from analysis.side_by_side import two_sweeps_main  # noqa: E402
 from analysis.table import build_table  # noqa: E402
 from analysis.twins import twins as paired_runs  # noqa: E402
 
@@ -166,29 +165,20 @@ def markdown(frame, table, replica, test):
     return "\n".join(lines) + "\n"
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(
-        prog="python3 -m analysis.precision_replica",
-        description="bf16 replica rows of a table beside the fp32 table's same rows and seeds.")
-    parser.add_argument("table", help="the fp32 table's sweep directory (manifest and run logs)")
-    parser.add_argument("replica", help="the bf16 replica's sweep directory")
-    parser.add_argument("--out", required=True, help="directory for replica.md and replica.csv")
-    return parser.parse_args(argv)
+def _write(table, replica, out):
+    frame, test = replica_frame(table, replica)
+    frame.to_csv(out / "replica.csv", index=False, float_format="%.10g")
+    (out / "replica.md").write_text(markdown(frame, table, replica, test), encoding="utf-8")
+    return [out / "replica.md", out / "replica.csv"]
 
 
 @command_line("analysis.precision_replica")
 def main(argv=None):
-    args = parse_args(argv)
-    table = load_sweep(pathlib.Path(args.table), with_attention=False)
-    replica = load_sweep(pathlib.Path(args.replica), with_attention=False)
-    frame, test = replica_frame(table, replica)
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out / "replica.csv", index=False, float_format="%.10g")
-    (out / "replica.md").write_text(markdown(frame, table, replica, test), encoding="utf-8")
-    print(f"wrote {out / 'replica.md'} and {out / 'replica.csv'}")
-    return 0
-
+    return two_sweeps_main(
+        argv, "analysis.precision_replica",
+        "bf16 replica rows of a table beside the fp32 table's same rows and seeds.",
+        ("table", "the fp32 table's sweep directory (manifest and run logs)"),
+        ("replica", "the bf16 replica's sweep directory"), _write)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -371,21 +371,42 @@ def _axes(sweep, keys):
     return {axis: [keys[0]] + members for axis, members in axes.items()}
 
 
+def _tau(by_row, keys, metric_name, paper_from):
+    """(Kendall tau-b of our means against the paper's values over `keys`, the rows with both);
+    tau is nan with fewer than two such rows or ties. paper_from maps a key to the row whose
+    paper value it takes (a block's reference row other than base stands for the paper's base)."""
+    pairs = [(by_row[k][f"{metric_name}_mean"],
+              by_row[paper_from.get(k, k)][f"paper_{metric_name}"]) for k in keys]
+    pairs = [(a, b) for a, b in pairs if np.isfinite(a) and np.isfinite(b)]
+    if len(pairs) < 2:
+        return math.nan, len(pairs)
+    return stats.kendall_tau([a for a, _ in pairs], [b for _, b in pairs]), len(pairs)
+
+
 def _tau_parts(by_row, keys, metrics, paper_from):
-    """Kendall tau per metric over `keys`; paper_from maps a key to the row whose paper value it
-    takes (a block's reference row other than base stands for the paper's base)."""
+    """Kendall tau per metric over `keys`, in words (see _tau)."""
     parts = []
     for metric in metrics:
-        pairs = [(by_row[k][f"{metric.name}_mean"],
-                  by_row[paper_from.get(k, k)][f"paper_{metric.name}"]) for k in keys]
-        pairs = [(a, b) for a, b in pairs if np.isfinite(a) and np.isfinite(b)]
-        if len(pairs) < 2:
-            parts.append(f"{metric.label}: n/a ({len(pairs)} row(s) with both values)")
+        tau, rows = _tau(by_row, keys, metric.name, paper_from)
+        if rows < 2:
+            parts.append(f"{metric.label}: n/a ({rows} row(s) with both values)")
             continue
-        tau = stats.kendall_tau([a for a, _ in pairs], [b for _, b in pairs])
         text = "n/a (ties)" if not np.isfinite(tau) else f"{tau:+.2f} ({_order_verdict(tau)})"
-        parts.append(f"{metric.label}: tau = {text} over {len(pairs)} rows")
+        parts.append(f"{metric.label}: tau = {text} over {rows} rows")
     return "; ".join(parts)
+
+
+def block_orders(sweep, records, metric_name="ppl"):
+    """{block: (tau, rows ordered, rows left out as failed)}: the trend check's Kendall tau of
+    each block on one metric, over the block's rows that learned (as the report's trend check)."""
+    by_row = {r["row"]: r for r in records}
+    out = {}
+    for group, keys in _blocks(sweep).items():
+        paper_from = {keys[0]: sweep.base} if keys[0] != sweep.base else {}
+        failed = [k for k in keys if by_row[k].get("failed")]
+        tau, rows = _tau(by_row, [k for k in keys if k not in failed], metric_name, paper_from)
+        out[group] = (tau, rows, failed)
+    return out
 
 
 def _trend(sweep, records, metrics):

@@ -124,6 +124,19 @@ def test_the_budget_check_page_is_recomputed_from_both_sweeps_logs(tmp_path):
                           f"--out docs/results/budget-check\n{diff[:4000]}")
 
 
+def test_the_editions_page_is_recomputed_from_both_editions_logs(tmp_path):
+    command = [sys.executable, "-m", "analysis.editions", "docs/results/table3-plateau/runs",
+               "docs/results/table3-budget/runs"]
+    result = subprocess.run([*command, "--out", str(tmp_path)], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    committed = ROOT / "docs" / "results" / "table3-budget"
+    for file in ("editions.md", "editions.csv"):
+        diff = _diff((committed / file).read_text(), (tmp_path / file).read_text(), file)
+        assert not diff, (f"{file} is stale; regenerate it with\n  {' '.join(command[1:])} "
+                          f"--out docs/results/table3-budget\n{diff[:4000]}")
+
+
 PILOT = ROOT / "docs" / "results" / "pilot-lr"
 
 # docs/results/small-base.md: analysis.runpage's page of small-base, whose run is the base row's
