@@ -2,6 +2,7 @@
 #include "core/decode/greedy.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/decode/decoder_state.h"
 
@@ -57,27 +58,49 @@ std::vector<std::vector<int32_t>> greedy_decode(Transformer<T>& model, const Bat
   const int64_t steps = std::min<int64_t>(max_length + 1, c.max_positions);
   DecoderState<T> state(model, source, steps);
   std::vector<std::vector<int32_t>> outputs(static_cast<size_t>(source.size));
-  std::vector<int32_t> tokens(static_cast<size_t>(source.size), c.bos_id);
-  std::vector<bool> finished(static_cast<size_t>(source.size), false);
-  int64_t unfinished = source.size;
   // At most max_length tokens per sentence (fewer when max_positions is shorter); the step after
   // the last token can only end the sentence.
   const int64_t longest = steps - 1 < max_length ? steps : max_length;
-  for (int64_t t = 0; t < steps && unfinished > 0; ++t) {
+  // State row i decodes sentence sentence_of[i]. Sentences that have ended leave the state once
+  // they are at least an eighth of its rows (their cache rows are dropped by one reorder): the
+  // steps after cost only the sentences still decoding, and a batch whose sentences end one by
+  // one is compacted a few times rather than at every step.
+  std::vector<int64_t> sentence_of(static_cast<size_t>(source.size));
+  std::iota(sentence_of.begin(), sentence_of.end(), 0);
+  std::vector<int32_t> tokens(static_cast<size_t>(source.size), c.bos_id);
+  std::vector<bool> ended(static_cast<size_t>(source.size), false);
+  int64_t ended_rows = 0;
+  for (int64_t t = 0; t < steps && ended_rows < state.batch_size(); ++t) {
     TensorView<const T> logits = state.step(tokens);
-    for (int64_t b = 0; b < source.size; ++b) {
-      const T* row = logits.data() + b * c.vocab_size;
+    for (int64_t i = 0; i < state.batch_size(); ++i) {
+      if (ended[static_cast<size_t>(i)]) continue;
       // The most likely token; pad and bos are never generated.
-      const int32_t best = most_likely_token(row, c.vocab_size, c.pad_id, c.bos_id);
-      tokens[static_cast<size_t>(b)] = best;
-      std::vector<int32_t>& output = outputs[static_cast<size_t>(b)];
-      if (finished[static_cast<size_t>(b)]) continue;
+      const int32_t best =
+          most_likely_token(logits.data() + i * c.vocab_size, c.vocab_size, c.pad_id, c.bos_id);
+      tokens[static_cast<size_t>(i)] = best;
+      std::vector<int32_t>& output =
+          outputs[static_cast<size_t>(sentence_of[static_cast<size_t>(i)])];
       if (best != c.eos_id) output.push_back(best);
       if (best == c.eos_id || static_cast<int64_t>(output.size()) == longest) {
-        finished[static_cast<size_t>(b)] = true;
-        --unfinished;
+        ended[static_cast<size_t>(i)] = true;
+        ++ended_rows;
       }
     }
+    if (ended_rows == state.batch_size() || ended_rows * 8 < state.batch_size()) continue;
+    std::vector<int64_t> rows;
+    std::vector<int64_t> next_sentence_of;
+    std::vector<int32_t> next_tokens;
+    for (int64_t i = 0; i < state.batch_size(); ++i) {
+      if (ended[static_cast<size_t>(i)]) continue;
+      rows.push_back(i);
+      next_sentence_of.push_back(sentence_of[static_cast<size_t>(i)]);
+      next_tokens.push_back(tokens[static_cast<size_t>(i)]);
+    }
+    state.reorder(rows);
+    sentence_of.swap(next_sentence_of);
+    tokens.swap(next_tokens);
+    ended.assign(rows.size(), false);
+    ended_rows = 0;
   }
   return outputs;
 }

@@ -232,6 +232,35 @@ TEST(BeamDecode, BeamOneEqualsGreedy) {
   EXPECT_GE(compared, 3) << "too few rows to compare with greedy_decode";
 }
 
+// Sentences that end leave greedy_decode's batch (DecoderState::reorder); the others go on from
+// their own rows of the caches. Every sentence must still be the oracle's greedy decoding, and the
+// seeds must include batches whose sentences end at different steps before the limit, so that
+// rows really left the batch while others were decoding.
+TEST(GreedyDecode, SentencesThatEndLeaveTheBatchAndTheRestDecodeAsAlone) {
+  Batch source;
+  source.size = 6;
+  source.src_length = 5;
+  source.src = {3, 4, 5, 6, 2, 7,  8, 2, 0, 0, 9, 10, 3, 2, 0,
+                5, 5, 6, 7, 2, 10, 3, 2, 0, 0, 4, 9,  8, 7, 2};
+  constexpr int64_t kLimit = 12;
+  int staggered = 0;
+  for (uint64_t seed = 1; seed <= 120; ++seed) {
+    Transformer<double> model(tiny_model(), seed);
+    const auto outputs = greedy_decode(model, source, kLimit);
+    std::vector<size_t> ended_early;
+    for (int64_t b = 0; b < source.size; ++b) {
+      const std::vector<int32_t>& output = outputs[static_cast<size_t>(b)];
+      ASSERT_EQ(output, greedy_without_cache(model, source, b, kLimit))
+          << "seed " << seed << " sentence " << b;
+      if (static_cast<int64_t>(output.size()) < kLimit) ended_early.push_back(output.size());
+    }
+    std::sort(ended_early.begin(), ended_early.end());
+    const auto distinct = std::unique(ended_early.begin(), ended_early.end()) - ended_early.begin();
+    staggered += distinct >= 2 ? 1 : 0;
+  }
+  EXPECT_GE(staggered, 3) << "too few batches whose sentences end at different steps";
+}
+
 TEST(BeamDecode, ReportsTheModelsLogProbabilityWithinTheLengthLimit) {
   Transformer<double> model(tiny_model(), 5);
   const Batch source = three_sources();
