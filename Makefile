@@ -195,9 +195,10 @@ bench-scaling: configure
 	SCALING_PAUSE='$(SCALING_PAUSE)' $(PYTHON) bench/scaling.py --binary $(BUILD_DIR)/attnlab \
 	  $(SCALING_ARGS)
 
-# The default study (experiments/small/study.yaml): prepares the Bible en->es data, trains its five
-# rows (base and four axes) through the local launcher (2 ranks per run; completed runs are skipped and
-# unfinished ones resume on a re-run) and writes the report. Only the program is built, not the tests.
+# The default study (experiments/small/study.yaml): prepares the Bible en->es data, trains its four
+# rows (base and three changes) x 2 seeds through the local launcher (one rank per run, two at a
+# time; completed runs are skipped and unfinished ones resume on a re-run) and writes the report
+# (about 25 minutes on 2 cores). Only the program is built, not the tests.
 STUDY ?= experiments/small/study.yaml
 STUDY_DIR ?= runs/study
 run: configure
