@@ -75,16 +75,20 @@ def budget_frame(table, check):
         seeds = sorted(seed for (key, seed) in pairs if key == row.key)
         short_ids = [pairs[(row.key, s)][0] for s in seeds]
         long_ids = [pairs[(row.key, s)][1] for s in seeds]
+        # Until a twin completes, the longer budget's columns show the check's own runs.
+        shown = check.completed_runs(row.key).sort_values("seed")
+        shown_ids = long_ids if seeds else list(shown["run_id"])
         short_log, long_log = (_mean_log(short, short_ids, "dev_ppl"),
-                               _mean_log(long, long_ids, "dev_ppl"))
+                               _mean_log(long, shown_ids, "dev_ppl"))
         record = {"row": row.key, "seeds": " ".join(map(str, seeds)),
-                  "steps": _steps(table, short_ids), "longer_steps": _steps(check, long_ids),
+                  "longer_seeds": " ".join(str(int(long.at[i, "seed"])) for i in shown_ids),
+                  "steps": _steps(table, short_ids), "longer_steps": _steps(check, shown_ids),
                   "dev_ppl": math.exp(short_log) if seeds else math.nan,
-                  "longer_dev_ppl": math.exp(long_log) if seeds else math.nan,
+                  "longer_dev_ppl": math.exp(long_log) if shown_ids else math.nan,
                   "change_pct": _percent_of_ppl(long_log - short_log) if seeds else math.nan}
         for split in ("dev", "test"):
             record[f"{split}_bleu"] = _mean(short, short_ids, f"{split}_bleu")
-            record[f"longer_{split}_bleu"] = _mean(long, long_ids, f"{split}_bleu")
+            record[f"longer_{split}_bleu"] = _mean(long, shown_ids, f"{split}_bleu")
         # Against base over the seeds both rows have at both budgets.
         common = sorted(set(seeds) & base_seeds) if row.key != check.base else []
         for prefix, sweep_frame, side in (("", short, 0), ("longer_", long, 1)):
@@ -131,13 +135,17 @@ def markdown(frame, table, check):
              "differs in train.steps and train.lr.cooldown alone. 'change' is the longer budget's "
              "dev PPL against the table's (geometric mean over the paired seeds); 'vs base' is "
              "the row's dev PPL against base's at the same budget and seeds. A pair of rows' "
-             "order moves when the sign of their dev-PPL gap flips between the budgets. With one "
-             "seed a row, these describe the runs; they are not tests.", "",
-             "| row | seeds paired | dev PPL | longer: dev PPL | change | vs base | longer: vs base "
-             "| dev BLEU | longer: dev BLEU | test BLEU | longer: test BLEU |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "order moves when the sign of their dev-PPL gap flips between the budgets. Until a "
+             "check run's twin has completed, the longer budget's columns show the check's own "
+             "runs (their seeds are listed). With one seed a row, these describe the runs; they "
+             "are not tests.", "",
+             "| row | seeds paired | longer: seeds shown | dev PPL | longer: dev PPL | change "
+             "| vs base | longer: vs base | dev BLEU | longer: dev BLEU | test BLEU "
+             "| longer: test BLEU |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in frame.iterrows():
-        lines.append(f"| {r['row']} | {r['seeds'] or 'none yet'} | {fixed(r['dev_ppl'], 3)} "
+        lines.append(f"| {r['row']} | {r['seeds'] or 'none yet'} | {r['longer_seeds']} "
+                     f"| {fixed(r['dev_ppl'], 3)} "
                      f"| {fixed(r['longer_dev_ppl'], 3)} | {_percent(r['change_pct'])} "
                      f"| {_percent(r['vs_base_pct'])} | {_percent(r['longer_vs_base_pct'])} "
                      f"| {fixed(r['dev_bleu'], 2)} | {fixed(r['longer_dev_bleu'], 2)} "

@@ -84,6 +84,16 @@ def test_an_unchanged_order_and_rows_still_waiting(table, tmp_path):
                                  load_sweep(longer, with_attention=False))
     frame = budget_check.budget_frame(short_sweep, longer_sweep)
     assert frame.set_index("row").at["A-h-2", "seeds"] == ""
+    # A row whose twins have not run shows the check's own runs at the longer budget.
+    for run in read_manifest(short / "manifest.yaml").runs:
+        if run.row == "A-h-1":
+            shutil.rmtree(short / run.id)
+    waiting = budget_check.budget_frame(load_sweep(short, with_attention=False),
+                                        longer_sweep).set_index("row")
+    assert waiting.at["A-h-1", "seeds"] == "" and waiting.at["A-h-1", "longer_seeds"] == "1 2 3"
+    assert waiting.at["A-h-1", "longer_dev_ppl"] == pytest.approx(same_order["A-h-1"])
+    assert math.isnan(waiting.at["A-h-1", "dev_ppl"]) and math.isnan(waiting.at["A-h-1",
+                                                                               "change_pct"])
     flips, tau, compared = budget_check.order_changes(frame)
     assert flips == [] and tau == pytest.approx(1.0) and compared == ["base", "A-h-1"]
     text = budget_check.markdown(frame, short_sweep, longer_sweep)
