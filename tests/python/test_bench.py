@@ -387,3 +387,35 @@ def test_rss_breakdown_sets_each_component_beside_the_peak(tmp_path):
     assert table_row(rows, "| base |") == ["base", "700", "100", "100", "200", "150", "50", "20",
                                            "80"]
     assert not [line for line in rows if line.startswith("| tiny |")]  # no breakdown recorded
+
+
+def test_decoding_verdicts_are_per_flop_for_greedy_and_5x_for_beam(tmp_path):
+    # small: PyTorch's greedy takes 6.4x attnlab's CPU time and its re-run loop does FLOP ratio
+    # F times the KV cache's multiply-adds, so attnlab runs 6.4 / F of PyTorch's speed per FLOP;
+    # beam 4 takes 5.5x (met) on small and 4.4x (missed) on base.
+    raw = synthetic_raw()
+    flop_ratio = {}
+    for config, greedy_ratio, beam_ratio in (("small", 6.4, 5.5), ("base", 12.0, 4.4)):
+        raw["rows"] = [r for r in raw["rows"] if r["config"] != "tiny"]
+        for r in raw["rows"]:
+            r["beam"] = 4
+        run = raw["results"][f"{config} t1"]
+        run["attnlab"][0].update(greedy_s=1.0, greedy_cpu_s=1.0, beam=4, beam_s=2.0,
+                                 beam_cpu_s=2.0, beam_tokens=1024)
+        run["torch"][0].update(greedy_s=greedy_ratio, greedy_cpu_s=greedy_ratio, beam=4,
+                               beam_s=2.0 * beam_ratio, beam_cpu_s=2.0 * beam_ratio,
+                               beam_tokens=1024)
+        rerun = run_bench.decode_macs(config, run_bench.DECODE_SOURCE, run_bench.NEW_TOKENS,
+                                      cached=False)
+        cached = run_bench.decode_macs(config, run_bench.DECODE_SOURCE, run_bench.NEW_TOKENS,
+                                       cached=True)
+        flop_ratio[config] = rerun / cached
+    lines = section(render(raw, tmp_path), "## Decoding speed (sentences/s, one thread)")
+    small = table_row(lines, "| small | greedy |")
+    per_flop = 6.4 / flop_ratio["small"]
+    assert small[6] == f"{flop_ratio['small']:.1f}x" and small[7] == f"{per_flop:.2f}"
+    assert small[8] == ">= 1 per FLOP" and small[9].startswith("MISSED by")
+    base = table_row(lines, "| base | greedy |")
+    assert base[7] == f"{12.0 / flop_ratio['base']:.2f}" and base[9].startswith("met")
+    assert table_row(lines, "| small | beam 4 |")[8:10] == [">= 5x", "met, 1.10x the target"]
+    assert table_row(lines, "| base | beam 4 |")[9].startswith("MISSED by 12%")
