@@ -109,32 +109,29 @@ def test_committed_tables_are_recomputed_from_the_logs(tmp_path, name):
     assert not diff, f"report.md is stale; regenerate it with\n  {command}\n{diff[:4000]}"
 
 
-BUDGET_CHECK = ROOT / "docs" / "results" / "budget-check"
+# Pages that set two committed sweeps side by side: (module, its two sweep directories, the
+# committed page's directory, the files it writes).
+SIDE_BY_SIDE = {
+    "budget-check": ("analysis.budget_check", ("docs/results/table3-budget/runs",
+                                               "docs/results/budget-check/runs"),
+                     "docs/results/budget-check", ("budget.md", "budget.csv")),
+    "editions": ("analysis.editions", ("docs/results/table3-plateau/runs",
+                                       "docs/results/table3-budget/runs"),
+                 "docs/results/table3-budget", ("editions.md", "editions.csv")),
+}
 
 
-def test_the_budget_check_page_is_recomputed_from_both_sweeps_logs(tmp_path):
-    command = [sys.executable, "-m", "analysis.budget_check",
-               "docs/results/table3-budget/runs", "docs/results/budget-check/runs"]
+@pytest.mark.parametrize("name", sorted(SIDE_BY_SIDE))
+def test_side_by_side_pages_are_recomputed_from_both_sweeps_logs(tmp_path, name):
+    module, sweeps, committed, files = SIDE_BY_SIDE[name]
+    command = [sys.executable, "-m", module, *sweeps]
     result = subprocess.run([*command, "--out", str(tmp_path)], cwd=ROOT, capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
-    for file in ("budget.md", "budget.csv"):
-        diff = _diff((BUDGET_CHECK / file).read_text(), (tmp_path / file).read_text(), file)
+    for file in files:
+        diff = _diff((ROOT / committed / file).read_text(), (tmp_path / file).read_text(), file)
         assert not diff, (f"{file} is stale; regenerate it with\n  {' '.join(command[1:])} "
-                          f"--out docs/results/budget-check\n{diff[:4000]}")
-
-
-def test_the_editions_page_is_recomputed_from_both_editions_logs(tmp_path):
-    command = [sys.executable, "-m", "analysis.editions", "docs/results/table3-plateau/runs",
-               "docs/results/table3-budget/runs"]
-    result = subprocess.run([*command, "--out", str(tmp_path)], cwd=ROOT, capture_output=True,
-                            text=True, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
-    committed = ROOT / "docs" / "results" / "table3-budget"
-    for file in ("editions.md", "editions.csv"):
-        diff = _diff((committed / file).read_text(), (tmp_path / file).read_text(), file)
-        assert not diff, (f"{file} is stale; regenerate it with\n  {' '.join(command[1:])} "
-                          f"--out docs/results/table3-budget\n{diff[:4000]}")
+                          f"--out {committed}\n{diff[:4000]}")
 
 
 PILOT = ROOT / "docs" / "results" / "pilot-lr"
