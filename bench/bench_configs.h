@@ -25,6 +25,10 @@ inline constexpr std::array<BenchConfig, 3> kBenchConfigs = {{
     {"base", 512, 8, 2048, 6, 6, 37000, 32, 64},
 }};
 
+// Sentences decoded at once by the end-to-end bench: each decoder step's products have this
+// many rows.
+inline constexpr int64_t kDecodeBatch = 32;
+
 inline const BenchConfig& find_bench_config(const std::string& name) {
   for (const BenchConfig& c : kBenchConfigs) {
     if (name == c.name) return c;

@@ -1,4 +1,5 @@
-"""The three bench configurations (as in bench_configs.h) and the decoding FLOP counts.
+"""The three bench configurations (as in bench_configs.h), the decoding FLOP counts and the
+decoding time their matrix products alone take.
 
 decode_macs gives the multiply-adds of decoding `new_tokens` tokens for one sentence of `source`
 tokens: with a KV cache (attnlab: every step runs one position through the decoder) or by
@@ -32,3 +33,21 @@ def decode_macs(config, source, new_tokens, cached):
                      + 2 * source * d * d)
         total += n_dec * layer + d * vocab
     return total
+
+
+def decode_gemm_seconds(config, source, new_tokens, rates):
+    """Seconds per sentence of attnlab's KV-cache decoding (the multiply-adds of decode_macs with
+    cached=True) if it did nothing but multiply at `rates`, in FLOP/s: 'peak' for the source
+    side (encoder, cross-attention keys and values: products of many rows) and for attention's
+    dot products, 'projection', 'fc1', 'fc2' and 'logits' for a decoder step's products, which
+    have one row per sentence of the batch (attnlab_kernels' decode_gemm rows). Everything else
+    counts as free, so the time is a lower bound and the speed it gives a ceiling."""
+    d, _, f, n_enc, n_dec, vocab, _, _ = CONFIGS[config]
+    seconds = 2.0 * (source * n_enc * (4 * d * d + 2 * source * d + 2 * d * f)
+                     + n_dec * 2 * source * d * d) / rates["peak"]
+    for t in range(1, new_tokens + 1):
+        # Self-attention q, k, v, out and cross-attention q, out: six (d x d) products.
+        layer = (2.0 * 6 * d * d / rates["projection"] + 2.0 * d * f / rates["fc1"]
+                 + 2.0 * f * d / rates["fc2"] + 2.0 * (2 * t * d + 2 * source * d) / rates["peak"])
+        seconds += n_dec * layer + 2.0 * d * vocab / rates["logits"]
+    return seconds

@@ -1,10 +1,10 @@
 // Kernel microbenchmarks (Google Benchmark) over the shapes of the three bench configurations:
-// the model's GEMMs through blas::gemm, attention forward/backward (and its growth with sequence
-// length, the O(n^2) of the paper's Table 1), layer norm, softmax, dropout, label-smoothed cross
-// entropy and Adam. `--threads=N` (default 1) sets the OpenBLAS and OpenMP thread counts.
-// Where the CPU has native bf16 products, the same GEMMs also run through blas::gemm_bf16 (bf16
-// operands, fp32 accumulation): bf16_peak is the denominator of bf16 MFU, as sgemm_peak is of
-// fp32's; elsewhere they are left out and the context's "bf16" says why.
+// the model's GEMMs through blas::gemm (and one decoder step's), attention forward/backward (and
+// its growth with sequence length, the O(n^2) of the paper's Table 1), layer norm, softmax,
+// dropout, label-smoothed cross entropy and Adam. `--threads=N` (default 1) sets the OpenBLAS and
+// OpenMP thread counts. Where the CPU has native bf16 products, the same GEMMs also run through
+// blas::gemm_bf16 (bf16 operands, fp32 accumulation): bf16_peak is the denominator of bf16 MFU, as
+// sgemm_peak is of fp32's; elsewhere they are left out and the context's "bf16" says why.
 //
 // Legend: B sentences, L tokens per sentence, M = B*L rows, D d_model, H heads, K d_k, F d_ff,
 // N vocabulary.
@@ -237,6 +237,15 @@ void register_all(bool bf16) {
       register_gemm(g + "logits_dinp", false, false, rows, c.d_model, c.vocab_size, low);
       register_gemm(g + "logits_dweight", true, false, c.vocab_size, c.d_model, rows, low);
     }
+    // One decoder step of kDecodeBatch sentences: every product has that many rows. The
+    // vocabulary projection from W (training's layout) and from W^T (decoding's, see
+    // ops::linear_forward_transposed).
+    const std::string d = p + "decode_gemm/";
+    register_gemm(d + "projection", false, true, kDecodeBatch, c.d_model, c.d_model);
+    register_gemm(d + "fc1", false, true, kDecodeBatch, c.d_ff, c.d_model);
+    register_gemm(d + "fc2", false, true, kDecodeBatch, c.d_model, c.d_ff);
+    register_gemm(d + "logits_from_W", false, true, kDecodeBatch, c.vocab_size, c.d_model);
+    register_gemm(d + "logits_from_Wt", false, false, kDecodeBatch, c.vocab_size, c.d_model);
     register_attention(p + "attention_fwd/causal", c.sentences, c.heads, c.length, width, true,
                        false);
     register_attention(p + "attention_bwd/causal", c.sentences, c.heads, c.length, width, true,

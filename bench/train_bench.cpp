@@ -88,7 +88,7 @@ struct Options {
   int decode_repeats = 3;
   int beam = 4;         // 0 skips beam search
   int new_tokens = 32;  // decoding: tokens produced per sentence
-  int decode_batch = 32;
+  int decode_batch = static_cast<int>(kDecodeBatch);
   int decode_source = 32;
   int peak_repeats = 8;  // products per MFU peak (sgemm; bf16 too at bf16); 0 skips them
   blas::Precision precision = blas::Precision::kFp32;

@@ -17,6 +17,7 @@ DecoderState<T>::DecoderState(Transformer<T>& model, const Batch& source, int64_
   src_padding_ = model.source_padding();
   const int64_t B = batch_, S = src_length_, H = c.heads, K = c.d_k, V = c.d_v;
   model.carve_step(arena_, workspace_, B, S, max_steps);
+  model.transposed_output_weight(output_weight_t_);
   caches_.resize(model.decoder_layers().size());
   for (size_t l = 0; l < caches_.size(); ++l) {
     caches_[l].self = KvCache<T>(B, H, K, V, max_steps);
@@ -36,7 +37,7 @@ TensorView<const T> DecoderState<T>::step(const std::vector<int32_t>& tokens) {
   for (size_t l = 0; l < caches_.size(); ++l) {
     model_.layer_step(workspace_, static_cast<int64_t>(l), caches_[l], cross_mask);
   }
-  model_.output_step(workspace_);
+  model_.output_step(workspace_, output_weight_t_);
   ++position_;
   return workspace_.logits;
 }

@@ -134,8 +134,12 @@ class Transformer {
   // Layer `index` of the decoder on w.x, appending to cache.self and attending over cache.cross.
   void layer_step(StepWorkspace<T>& w, int64_t index, LayerCache<T>& cache,
                   const ops::AttentionMask& cross_mask);
-  // w.logits = the output projection of the decoder's output.
-  void output_step(StepWorkspace<T>& w);
+  // The output projection's weight transposed, (D,N), into `weight_t` (resized): decoding's
+  // vocabulary projection reads this layout (ops::linear_forward_transposed).
+  void transposed_output_weight(std::vector<T>& weight_t) const;
+  // w.logits = the output projection of the decoder's output, from the current parameters
+  // transposed by transposed_output_weight.
+  void output_step(StepWorkspace<T>& w, const std::vector<T>& weight_t);
   // Fills cache.cross of decoder layer `index` with the keys and values of `memory` (B,S,D), the
   // output of the last encode().
   void fill_cross_cache(int64_t index, TensorView<const T> memory, LayerCache<T>& cache);

@@ -151,8 +151,22 @@ void Transformer<T>::layer_step(StepWorkspace<T>& w, int64_t index, LayerCache<T
 }
 
 template <typename T>
-void Transformer<T>::output_step(StepWorkspace<T>& w) {
-  output_forward(w.logits, w.layers.back().back().out);
+void Transformer<T>::transposed_output_weight(std::vector<T>& weight_t) const {
+  const TensorView<const T> weight = table_.view(params_.data(), output_weight_);
+  weight_t.resize(static_cast<size_t>(weight.numel()));
+  ops::transpose<T>(TensorView<T>(weight_t.data(), {weight.dim(1), weight.dim(0)}), weight);
+}
+
+template <typename T>
+void Transformer<T>::output_step(StepWorkspace<T>& w, const std::vector<T>& weight_t) {
+  const int64_t D = config_.d_model, N = config_.vocab_size;
+  CHECK(static_cast<int64_t>(weight_t.size()) == D * N)
+      << "output_step: the transposed output weight has " << weight_t.size()
+      << " elements, the model's has " << D * N;
+  TensorView<const T> x = w.layers.back().back().out;
+  TensorView<const T> bias = output_bias_ >= 0 ? in(param(output_bias_)) : TensorView<const T>();
+  ops::linear_forward_transposed<T>(w.logits, x.reshape({x.numel() / D, D}),
+                                    TensorView<const T>(weight_t.data(), {D, N}), bias);
 }
 
 template <typename T>
@@ -263,7 +277,8 @@ void Transformer<T>::backward(T dloss) {
   template void Transformer<T>::embed_step(StepWorkspace<T>&, const int32_t*, int64_t);      \
   template void Transformer<T>::layer_step(StepWorkspace<T>&, int64_t, LayerCache<T>&,       \
                                            const ops::AttentionMask&);                       \
-  template void Transformer<T>::output_step(StepWorkspace<T>&);                              \
+  template void Transformer<T>::transposed_output_weight(std::vector<T>&) const;             \
+  template void Transformer<T>::output_step(StepWorkspace<T>&, const std::vector<T>&);       \
   template void Transformer<T>::fill_cross_cache(int64_t, TensorView<const T>, LayerCache<T>&);
 
 ATTNLAB_INSTANTIATE_PASSES(float)

@@ -1,13 +1,37 @@
-// linear: out = inp W^T + b with W stored (out_features, in_features), and its gradient.
+// linear: out = inp W^T + b with W stored (out_features, in_features), and its gradient; the
+// forward product from a transposed weight, and the transpose that makes one.
 // Legend: M rows, I in_features, O out_features. The bias loops run in parallel above
 // kParallelMinElements: the broadcast by rows, the bias gradient by blocks of columns, each column
 // still summed over the rows in order (bit for bit the serial sum).
 #include <omp.h>
 
+#include <algorithm>
+
 #include "core/ops/ops.h"
 #include "core/tensor/blas.h"
 
 namespace attnlab::ops {
+
+namespace {
+
+// Checks the shapes of a forward product and broadcasts the bias (if any) into out, so that GEMM
+// adds inp W^T to it; returns GEMM's beta.
+template <typename T>
+T prepare_output(TensorView<T> out, TensorView<const T> inp, TensorView<const T> bias, int64_t rows,
+                 int64_t in_features, int64_t out_features) {
+  check_shape(inp.shape(), Shape({rows, in_features}), "linear input");
+  check_shape(out.shape(), Shape({rows, out_features}), "linear output");
+  if (bias.empty()) return T(0);
+  check_shape(bias.shape(), Shape({out_features}), "linear bias");
+#pragma omp parallel for schedule(static) if (rows * out_features >= kParallelMinElements)
+  for (int64_t m = 0; m < rows; ++m) {
+    T* row = out.data() + m * out_features;
+    for (int64_t o = 0; o < out_features; ++o) row[o] = bias[o];
+  }
+  return T(1);
+}
+
+}  // namespace
 
 template <typename T>
 void linear_forward(TensorView<T> out, TensorView<const T> inp, TensorView<const T> weight,
@@ -15,21 +39,40 @@ void linear_forward(TensorView<T> out, TensorView<const T> inp, TensorView<const
   const int64_t in_features = weight.dim(1);
   const int64_t out_features = weight.dim(0);
   const int64_t rows = inp.numel() / in_features;
-  check_shape(inp.shape(), Shape({rows, in_features}), "linear input");
-  check_shape(out.shape(), Shape({rows, out_features}), "linear output");
-  T beta = T(0);
-  if (!bias.empty()) {
-    check_shape(bias.shape(), Shape({out_features}), "linear bias");
-    // Broadcast the bias into out, then let GEMM add inp W^T to it.
-#pragma omp parallel for schedule(static) if (rows * out_features >= kParallelMinElements)
-    for (int64_t m = 0; m < rows; ++m) {
-      T* row = out.data() + m * out_features;
-      for (int64_t o = 0; o < out_features; ++o) row[o] = bias[o];
-    }
-    beta = T(1);
-  }
+  const T beta = prepare_output(out, inp, bias, rows, in_features, out_features);
   blas::gemm<T>(false, true, rows, out_features, in_features, T(1), inp.data(), in_features,
                 weight.data(), in_features, beta, out.data(), out_features);
+}
+
+template <typename T>
+void linear_forward_transposed(TensorView<T> out, TensorView<const T> inp,
+                               TensorView<const T> weight_t, TensorView<const T> bias) {
+  const int64_t in_features = weight_t.dim(0);
+  const int64_t out_features = weight_t.dim(1);
+  const int64_t rows = inp.numel() / in_features;
+  const T beta = prepare_output(out, inp, bias, rows, in_features, out_features);
+  blas::gemm<T>(false, false, rows, out_features, in_features, T(1), inp.data(), in_features,
+                weight_t.data(), out_features, beta, out.data(), out_features);
+}
+
+// Tiles of kTransposeTile x kTransposeTile: a tile's rows and columns both stay in L1, so every
+// cache line read or written is used whole.
+constexpr int64_t kTransposeTile = 32;
+
+template <typename T>
+void transpose(TensorView<T> dst, TensorView<const T> src) {
+  const int64_t rows = src.dim(0), cols = src.dim(1);
+  check_shape(dst.shape(), Shape({cols, rows}), "transpose output");
+#pragma omp parallel for schedule(static) if (rows * cols >= kParallelMinElements)
+  for (int64_t r0 = 0; r0 < rows; r0 += kTransposeTile) {
+    const int64_t r1 = std::min(r0 + kTransposeTile, rows);
+    for (int64_t c0 = 0; c0 < cols; c0 += kTransposeTile) {
+      const int64_t c1 = std::min(c0 + kTransposeTile, cols);
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t c = c0; c < c1; ++c) dst.data()[c * rows + r] = src.data()[r * cols + c];
+      }
+    }
+  }
 }
 
 template <typename T>
@@ -75,5 +118,11 @@ template void linear_backward<float>(TensorView<float>, TensorView<float>, Tenso
 template void linear_backward<double>(TensorView<double>, TensorView<double>, TensorView<double>,
                                       TensorView<const double>, TensorView<const double>,
                                       TensorView<const double>, bool);
+template void linear_forward_transposed<float>(TensorView<float>, TensorView<const float>,
+                                               TensorView<const float>, TensorView<const float>);
+template void linear_forward_transposed<double>(TensorView<double>, TensorView<const double>,
+                                                TensorView<const double>, TensorView<const double>);
+template void transpose<float>(TensorView<float>, TensorView<const float>);
+template void transpose<double>(TensorView<double>, TensorView<const double>);
 
 }  // namespace attnlab::ops
