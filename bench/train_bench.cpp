@@ -272,7 +272,8 @@ int run(const Options& o) {
     const auto t0 = Clock::now();
     const ops::LossSums sums = model.forward(batch, 0.1f, true, rng_key(1, step));
     const auto t1 = Clock::now();
-    model.backward(1.0f / static_cast<float>(sums.tokens));
+    model.backward();
+    model.scale_grads(1.0f / static_cast<float>(sums.tokens));
     const auto t2 = Clock::now();
     adam.step(model.params().data(), model.grads().data(), 1e-4);
     model.zero_grads();

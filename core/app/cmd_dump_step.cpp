@@ -91,7 +91,10 @@ void write_named(h5::Group group, const ParamTable& table, const std::vector<T>&
 template <typename T>
 void dump_step(const StepSource& source, const std::string& out) {
   const ExperimentConfig& config = source.config;
-  Transformer<T> model(config.model, config.seed);
+  // Evaluation arithmetic: no dropout, in the loss pass and in the gradient's training pass.
+  ModelConfig without_dropout = config.model;
+  without_dropout.dropout = without_dropout.attention_dropout = 0.0;
+  Transformer<T> model(without_dropout, config.seed);
   CHECK(static_cast<int64_t>(source.params.size()) == model.table().size())
       << "parameter count " << source.params.size() << " differs from the model's "
       << model.table().size();
@@ -99,10 +102,10 @@ void dump_step(const StepSource& source, const std::string& out) {
 
   const Batch batch = training_data(config)->next_batch();
   const auto label_smoothing = static_cast<float>(config.train.label_smoothing);
+  model.keep_log_probs(true);
   const ops::LossSums sums = model.forward(batch, label_smoothing, /*training=*/false, 0);
   CHECK(sums.tokens > 0) << "the first training batch has no target tokens";
   const auto tokens = static_cast<double>(sums.tokens);
-  // backward overwrites the log-probabilities with the logits' gradient: keep them first.
   const TensorView<const T> log_probs = model.log_probs();
   const std::vector<T> kept_log_probs(log_probs.data(), log_probs.data() + log_probs.numel());
   // The key padding of the encoder's and the cross-attention's keys, and of the decoder's
@@ -113,8 +116,13 @@ void dump_step(const StepSource& source, const std::string& out) {
                                          source_padding + batch.size * batch.src_length);
   const std::vector<int32_t> target_mask(target_padding,
                                          target_padding + batch.size * batch.tgt_length);
+  // The mean loss's gradient: a training forward (with the dropout off, the same arithmetic)
+  // begins it, backward completes it.
+  model.keep_log_probs(false);
   model.zero_grads();
-  model.backward(static_cast<T>(1.0 / tokens));
+  model.forward(batch, label_smoothing, /*training=*/true, 0);
+  model.backward();
+  model.scale_grads(static_cast<T>(1.0 / tokens));
 
   const std::string temporary = out + ".tmp";
   {

@@ -3,6 +3,7 @@
 // N vocabulary, L the length of the stack at hand (S or T).
 #include "core/model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -57,6 +58,41 @@ Transformer<T>::Transformer(const ModelConfig& config, uint64_t init_seed)
 template <typename T>
 void Transformer<T>::zero_grads() {
   std::memset(grads_.data(), 0, grads_.size() * sizeof(T));
+}
+
+template <typename T>
+void Transformer<T>::scale_grads(T factor) {
+  T* grads = grads_.data();
+  const auto size = static_cast<int64_t>(grads_.size());
+#pragma omp parallel for schedule(static) if (size >= ops::kParallelMinElements)
+  for (int64_t i = 0; i < size; ++i) grads[i] *= factor;
+}
+
+template <typename T>
+int64_t Transformer<T>::loss_block_rows(int64_t rows) const {
+  if (keep_log_probs_) return rows;
+  const int64_t fit = loss_block_bytes_ / (config_.vocab_size * static_cast<int64_t>(sizeof(T)));
+  return std::clamp<int64_t>(fit, 1, rows);
+}
+
+template <typename T>
+void Transformer<T>::set_loss_block_bytes(int64_t bytes) {
+  CHECK(bytes > 0) << "the loss's block needs a positive size, got " << bytes << " bytes";
+  loss_block_bytes_ = bytes;
+  batch_ = 0;  // the next forward carves the loss's buffer anew
+}
+
+template <typename T>
+void Transformer<T>::keep_log_probs(bool keep) {
+  if (keep == keep_log_probs_) return;
+  keep_log_probs_ = keep;
+  batch_ = 0;  // the next forward carves the loss's buffer anew
+}
+
+template <typename T>
+TensorView<const T> Transformer<T>::log_probs() const {
+  CHECK(log_probs_kept_) << "log_probs() needs keep_log_probs(true) before an evaluation forward";
+  return logits_;
 }
 
 template <typename T>
@@ -158,7 +194,8 @@ const AttentionParams& Transformer<T>::attention_block_params(AttentionStack sta
 template <typename T>
 void Transformer<T>::carve_sublayer(Arena<T>& arena, SublayerActivations<T>& s, SublayerKind kind,
                                     int64_t batch, int64_t length, int64_t keys, bool step,
-                                    TensorView<T> sub_out_pool) const {
+                                    TensorView<T> sub_out_pool,
+                                    const TensorView<T>* combined_pool) const {
   const ModelConfig& c = config_;
   const int64_t B = batch, D = c.d_model, H = c.heads, K = c.d_k, V = c.d_v;
   if (kind == SublayerKind::kStackNorm) {
@@ -187,7 +224,8 @@ void Transformer<T>::carve_sublayer(Arena<T>& arena, SublayerActivations<T>& s, 
   } else {
     a.probs = arena.take({B, H, length, keys});
   }
-  a.combined = arena.take({B, length, H * V});
+  a.combined = combined_pool == nullptr ? arena.take({B, length, H * V})
+                                        : shaped(*combined_pool, {B, length, H * V});
 }
 
 template <typename T>
@@ -204,7 +242,8 @@ WorkspaceParts Transformer<T>::layout(bool counting, int64_t batch, int64_t src_
       for (size_t j = 0; j < layers[i].size(); ++j) {
         const SublayerKind kind = layers[i][j].kind;
         carve_sublayer(arena_, st.layers[i][j], kind, B, length,
-                       kind == SublayerKind::kCrossAttention ? S : length, false, pool_sub_out_);
+                       kind == SublayerKind::kCrossAttention ? S : length, false, pool_sub_out_,
+                       tiled() ? nullptr : &pool_combined_);
       }
     }
     st.output = st.layers.back().back().out;
@@ -212,14 +251,14 @@ WorkspaceParts Transformer<T>::layout(bool counting, int64_t batch, int64_t src_
   WorkspaceParts parts;
   arena_.begin(counting);
   pool_sub_out_ = arena_.take({B * L * D});
+  pool_combined_ = arena_.take({B * L * H * V});
   const int64_t before_stacks = arena_.used();
   carve_stack(enc_, encoder_, S);
   carve_stack(dec_, decoder_, T_);
   parts.activations = arena_.used() - before_stacks;
-  // One (B*T, N) buffer, the largest of a small-vocabulary step's: logits, overwritten by
-  // their log-probabilities (what the loss backward needs), overwritten by their gradient.
-  logits_ = arena_.take({B * T_, N});
-  log_probs_ = logits_;
+  // One block of the loss's rows: logits, overwritten by their log-probabilities, overwritten
+  // (training) by their gradient.
+  logits_ = arena_.take({loss_block_rows(B * T_), N});
   parts.logits = arena_.used() - before_stacks - parts.activations;
   d_enc_stream_ = arena_.take({B, S, D});
   d_dec_stream_ = arena_.take({B, T_, D});
@@ -230,7 +269,6 @@ WorkspaceParts Transformer<T>::layout(bool counting, int64_t batch, int64_t src_
   pool_q_ = arena_.take({B * L * H * K});
   pool_k_ = arena_.take({B * L * H * K});
   pool_v_ = arena_.take({B * L * H * V});
-  pool_combined_ = arena_.take({B * L * H * V});
   pool_q_heads_ = arena_.take({B * L * H * K});
   pool_k_heads_ = arena_.take({B * L * H * K});
   pool_v_heads_ = arena_.take({B * L * H * V});
@@ -280,7 +318,7 @@ void Transformer<T>::carve_step(Arena<T>& arena, StepWorkspace<T>& w, int64_t ba
                               SublayerKind::kFeedForward, SublayerKind::kStackNorm}) {
       const int64_t keys = kind == SublayerKind::kCrossAttention ? S : max_steps;
       SublayerActivations<T>& s = shared[static_cast<int>(kind)];
-      carve_sublayer(arena, s, kind, B, 1, keys, true, arena.take({B, 1, D}));
+      carve_sublayer(arena, s, kind, B, 1, keys, true, arena.take({B, 1, D}), nullptr);
       // Residual sub-layers write over their input; the stack norm into a buffer of its own.
       if (kind != SublayerKind::kStackNorm) s.out = w.x;
     }
@@ -407,17 +445,27 @@ void Transformer<T>::attention_backward(AttentionActivations<T>& a, const Attent
   const int64_t D = config_.d_model, H = config_.heads, K = config_.d_k, V = config_.d_v;
   const int64_t queries = query_in.dim(1), keys = key_value_in.dim(1);
   auto grad = [&](int index) { return table_.view(grads_.data(), index); };
+  const float p_drop = training ? static_cast<float>(config_.attention_dropout) : 0.0f;
+  // out_proj's input, the joined heads: the tiled kernel keeps them (its O); the standard kernel's
+  // live in a pool shared by every block, so they are rebuilt from the saved probabilities and
+  // values by forward's own product, bit for bit, into pools free until dheads_out and dv below.
+  TensorView<T> combined = a.combined;
+  if (!tiled()) {
+    TensorView<T> heads_out = shaped(pool_heads_out_, {batch_, H, queries, V});
+    ops::attention_values<T>(heads_out, in(a.probs), in(a.v_heads), p_drop, key);
+    combined = shaped(pool_v_, {batch_, queries, H * V});
+    ops::combine_heads<T>(combined, in(heads_out));
+  }
   TensorView<T> dcombined = shaped(pool_combined_, {batch_ * queries, H * V});
-  ops::linear_backward<T>(
-      dcombined, grad(p.out_weight), grad(p.out_bias), in(dout.reshape({batch_ * queries, D})),
-      in(a.combined.reshape({batch_ * queries, H * V})), in(param(p.out_weight)));
+  ops::linear_backward<T>(dcombined, grad(p.out_weight), grad(p.out_bias),
+                          in(dout.reshape({batch_ * queries, D})),
+                          in(combined.reshape({batch_ * queries, H * V})), in(param(p.out_weight)));
   TensorView<T> dheads_out = shaped(pool_heads_out_, {batch_, H, queries, V});
   ops::split_heads<T>(dheads_out, in(dcombined.reshape({batch_, queries, H * V})));
   TensorView<T> dq_heads = shaped(pool_q_heads_, {batch_, H, queries, K});
   TensorView<T> dk_heads = shaped(pool_k_heads_, {batch_, H, keys, K});
   TensorView<T> dv_heads = shaped(pool_v_heads_, {batch_, H, keys, V});
   T* dscale = p.scale >= 0 ? grad(p.scale).data() : nullptr;
-  const float p_drop = training ? static_cast<float>(config_.attention_dropout) : 0.0f;
   if (tiled()) {
     // The heads' output O, rebuilt from its joined copy into a pool free until dv below.
     TensorView<T> heads_out = shaped(pool_v_, {batch_, H, queries, V});

@@ -29,7 +29,10 @@ struct AttentionActivations {
   TensorView<T> q_heads, k_heads, v_heads;  // (B,H,T,K), (B,H,S,K), (B,H,S,V) projections
   TensorView<T> probs;      // (B,H,T,S) standard kernel (tiled: see attention_probs)
   TensorView<T> logsumexp;  // (B,H,T) tiled kernel
-  TensorView<T> combined;   // (B,T,H*V) the heads' outputs joined: out_proj's input
+  // (B,T,H*V) the heads' outputs joined: out_proj's input. Saved by the tiled kernel (its
+  // backward reads them as O) and by decoding; the standard kernel's training pass keeps them in
+  // a pool shared by every block and its backward rebuilds them.
+  TensorView<T> combined;
 };
 
 // One sub-layer (core/model/layer.h) and what its function f saves. A kStackNorm sub-layer uses
@@ -80,10 +83,19 @@ struct StepWorkspace {
   TensorView<T> logits;                                     // (B,N)
 };
 
+// The loss's block of rows (Transformer::forward) holds at most this many bytes of logits. Each
+// block adds its output-projection gradient to the whole (N,D) weight gradient, so small blocks
+// cost passes over it; at 64 MiB the paper's base (37,000 logits a row) runs its 2,048 target
+// tokens in 5 blocks of 453 rows instead of one 289 MiB buffer: 310 MiB less peak RSS with the
+// rebuilt joined heads, about 2% more time per step (docs/results/bench.md); a 4,000-token
+// vocabulary runs batches of up to 4,096 target tokens as one block, the arithmetic of one
+// buffer.
+inline constexpr int64_t kLossBlockBytes = int64_t{64} << 20;
+
 // Elements of a training step's workspace (Transformer::workspace_parts), by what they hold.
 struct WorkspaceParts {
   int64_t activations = 0;  // saved for backward: the embeddings and every sub-layer's buffers
-  int64_t logits = 0;       // (B*T, N): logits, then log-probabilities, then their gradient
+  int64_t logits = 0;       // (rows, N) a block of the loss's rows (all B*T if log-probs kept)
   int64_t scratch = 0;      // gradient streams and the pools forward and backward share
   int64_t total() const { return activations + logits + scratch; }
 };
@@ -108,13 +120,21 @@ class Transformer {
   int embedding_index() const { return src_embedding_; }
   int output_weight_index() const { return output_weight_; }
 
-  // Runs encoder, decoder and the loss for a batch; saves what backward needs. Dropout is active
-  // when `training`, with masks keyed by dropout_seed (derive it from seed, step and rank).
+  // Runs encoder, decoder and the loss for a batch; saves what backward needs. The output
+  // projection and the loss run a block of rows at a time (loss_block_rows), so no (B*T, N)
+  // buffer of logits exists unless keep_log_probs asked for one. When `training`, dropout is
+  // active with masks keyed by dropout_seed (derive it from seed, step and rank), and forward
+  // begins the backward pass of the summed label-smoothed loss: each block's logit gradient
+  // goes at once into grads() (the output projection's weight and bias) and into d(decoder
+  // output), which backward() carries on from.
   ops::LossSums forward(const Batch& batch, float label_smoothing, bool training,
                         uint64_t dropout_seed);
-  // Accumulates into grads() the gradient of dloss * (summed label-smoothed loss of the last
-  // forward), e.g. dloss = 1 / target tokens for the mean loss.
-  void backward(T dloss);
+  // Completes the gradient of the summed label-smoothed loss of the last training forward,
+  // accumulating into grads(); a mean loss's gradient is this times 1 / target tokens
+  // (scale_grads).
+  void backward();
+  // grads() *= factor.
+  void scale_grads(T factor);
   void zero_grads();
   // Runs only the encoder (no dropout) on batch.src; the result stays in encoder_output() and the
   // source padding in source_padding(), for incremental decoding.
@@ -144,8 +164,15 @@ class Transformer {
   // output of the last encode().
   void fill_cross_cache(int64_t index, TensorView<const T> memory, LayerCache<T>& cache);
 
-  // Logits of the last forward, (B*T, N) as log-probabilities.
-  TensorView<const T> log_probs() const { return log_probs_; }
+  // Whether the next evaluation forwards keep every position's log-probabilities for
+  // log_probs(): one (B*T, N) buffer, for tests, the step dump and scoring. Training forwards
+  // never keep them (their buffer holds the logits' gradient).
+  void keep_log_probs(bool keep);
+  // Log-probabilities of the last forward, (B*T, N); needs keep_log_probs(true) before it.
+  TensorView<const T> log_probs() const;
+  // The loss's block of rows holds at most this many bytes of logits (at least one row);
+  // kLossBlockBytes unless set (tests set small blocks).
+  void set_loss_block_bytes(int64_t bytes);
   // Attention probabilities of the last forward, (B,H,T,S). With model.attention = tiled they are
   // not stored by forward: the first request after a forward computes every block's map through the
   // standard kernel from the saved projections (views stay valid until the next forward).
@@ -170,20 +197,28 @@ class Transformer {
 
  private:
   void carve(int64_t batch, int64_t src_length, int64_t tgt_length);
+  // Rows of the loss's block out of `rows` (B*T): all of them when log-probabilities are kept.
+  int64_t loss_block_rows(int64_t rows) const;
   // One pass of carve: counting (no memory) or for real; returns the parts' sizes.
   WorkspaceParts layout(bool counting, int64_t batch, int64_t src_length, int64_t tgt_length);
   // The carving of one sub-layer's activations over (B,length,D), attending over `keys`
   // positions; `step` carves incremental decoding's buffers (the probabilities as a pool for the
   // longest cache, the standard kernel's whatever model.attention). `sub_out_pool` holds f's
-  // output (at least B*length*D elements; see Sublayer::carve).
+  // output (at least B*length*D elements; see Sublayer::carve). A `combined_pool` (at least
+  // B*length*H*V; nullptr: a buffer of their own) holds attention's joined heads: the standard
+  // kernel's backward rebuilds them (attention_backward).
   void carve_sublayer(Arena<T>& arena, SublayerActivations<T>& s, SublayerKind kind, int64_t batch,
-                      int64_t length, int64_t keys, bool step, TensorView<T> sub_out_pool) const;
+                      int64_t length, int64_t keys, bool step, TensorView<T> sub_out_pool,
+                      const TensorView<T>* combined_pool) const;
   // x (B,L,D) = scale * embedding of tokens + positions from `first_position` on, after dropout
   // p_drop.
   void embed_forward(TensorView<T> x, const int32_t* tokens, int table_index, int positions_index,
                      int64_t first_position, float p_drop, uint64_t key);
   void embed_backward(TensorView<T> dembedded, const int32_t* tokens, int table_index,
                       int positions_index, bool training, uint64_t key);
+  // The output projection and the loss over the last forward's decoder output, a block of rows
+  // at a time; with `gradient`, each block's gradient of the summed loss too (see forward).
+  ops::LossSums loss_blocks(bool gradient);
   // logits (rows,N) = x (rows,D) E^T (+ b).
   void output_forward(TensorView<T> logits, TensorView<const T> x);
   void stack_forward(StackActivations<T>& acts, const std::vector<LayerParams>& layers,
@@ -242,10 +277,15 @@ class Transformer {
   std::vector<int32_t> src_, tgt_in_, tgt_out_;
   std::vector<uint8_t> src_padding_, tgt_padding_;
   StackActivations<T> enc_, dec_;
-  TensorView<T> logits_, log_probs_;
+  // (rows, N) for a block of rows of the loss (all B*T rows when keep_log_probs_): logits, then
+  // their log-probabilities, then (training) their gradient.
+  TensorView<T> logits_;
+  int64_t loss_block_bytes_ = kLossBlockBytes;
+  bool keep_log_probs_ = false, log_probs_kept_ = false;
+  bool loss_gradient_ready_ = false;  // a training forward began backward's pass
   // Backward scratch: flat pools sized for the largest use, viewed with the shape of each use
   // (backward runs one sub-layer at a time, so every sub-layer reuses the same pools).
-  TensorView<T> d_enc_stream_, d_dec_stream_, d_enc_output_, d_logits_;
+  TensorView<T> d_enc_stream_, d_dec_stream_, d_enc_output_;
   TensorView<T> pool_sub_out_;  // (B*L*D) every sub-layer's f output (Sublayer::carve)
   TensorView<T> pool_tmp1_, pool_tmp2_, pool_hidden_, pool_q_, pool_k_, pool_v_, pool_combined_;
   TensorView<T> pool_q_heads_, pool_k_heads_, pool_v_heads_, pool_heads_out_;

@@ -196,6 +196,7 @@ TensorView<const T> Transformer<T>::encode(const Batch& batch) {
   for (size_t i = 0; i < src_.size(); ++i) src_padding_[i] = src_[i] == config_.pad_id;
   training_ = false;
   full_forward_ = false;
+  log_probs_kept_ = loss_gradient_ready_ = false;
   probe_.ready = false;
   embed_forward(enc_.embedded, src_.data(), src_embedding_, src_positions_, 0, 0.0f, 0);
   stack_forward(enc_, encoder_, false, false, 0);
@@ -215,6 +216,9 @@ ops::LossSums Transformer<T>::forward(const Batch& batch, float label_smoothing,
   CHECK(S <= config_.max_positions && T_ <= config_.max_positions)
       << "batch lengths (source " << S << ", target " << T_ << ") exceed model.max_positions "
       << config_.max_positions;
+  CHECK(!(training && keep_log_probs_))
+      << "keep_log_probs applies to evaluation forwards: a training forward overwrites the "
+         "log-probabilities with their gradient";
   if (B != batch_ || S != src_length_ || T_ != tgt_length_) carve(B, S, T_);
   src_.assign(batch.src.begin(), batch.src.end());
   tgt_in_.assign(batch.tgt_in.begin(), batch.tgt_in.end());
@@ -236,26 +240,50 @@ ops::LossSums Transformer<T>::forward(const Batch& batch, float label_smoothing,
   embed_forward(dec_.embedded, tgt_in_.data(), tgt_embedding_, tgt_positions_, 0, p_drop,
                 site_key(dropout_seed, 1, 0, 0, kEmbedding));
   stack_forward(dec_, decoder_, true, training, dropout_seed);
-  output_forward(logits_, in(dec_.output));
-  return ops::cross_entropy_forward<T>(log_probs_, in(logits_), tgt_out_.data(), label_smoothing,
-                                       config_.pad_id);
+  log_probs_kept_ = keep_log_probs_;
+  loss_gradient_ready_ = training;
+  return loss_blocks(training);
 }
 
 template <typename T>
-void Transformer<T>::backward(T dloss) {
-  CHECK(batch_ > 0) << "backward() needs a forward() first";
-  const int64_t D = config_.d_model;
-  const int64_t B = batch_, T_ = tgt_length_;
+ops::LossSums Transformer<T>::loss_blocks(bool gradient) {
+  const int64_t D = config_.d_model, N = config_.vocab_size;
+  const int64_t rows = batch_ * tgt_length_, block = logits_.dim(0);
+  const TensorView<const T> hidden = in(dec_.output.reshape({rows, D}));
+  const TensorView<T> dhidden = d_dec_stream_.reshape({rows, D});
   auto grad = [&](int index) { return table_.view(grads_.data(), index); };
-  // The log-probabilities' (and logits') buffer takes their gradient, row by row.
-  TensorView<T> dlogits = logits_;
-  ops::cross_entropy_backward<T>(dlogits, dloss, in(log_probs_), tgt_out_.data(), label_smoothing_,
-                                 config_.pad_id);
-  TensorView<T> ddec = d_dec_stream_;
-  TensorView<T> dbias = output_bias_ >= 0 ? grad(output_bias_) : TensorView<T>();
-  ops::linear_backward<T>(ddec.reshape({B * T_, D}), grad(output_weight_), dbias, in(dlogits),
-                          in(dec_.output.reshape({B * T_, D})), in(param(output_weight_)));
+  const TensorView<T> dbias = output_bias_ >= 0 ? grad(output_bias_) : TensorView<T>();
+  ops::LossSums sums;
+  for (int64_t first = 0; first < rows; first += block) {
+    const int64_t count = std::min(block, rows - first);
+    const TensorView<T> logits(logits_.data(), {count, N});
+    const int32_t* targets = tgt_out_.data() + first;
+    output_forward(logits, hidden.slice_rows(first, count));
+    // In place: the block's logits become their log-probabilities.
+    const ops::LossSums block_sums = ops::cross_entropy_forward<T>(
+        logits, in(logits), targets, label_smoothing_, config_.pad_id);
+    sums.loss += block_sums.loss;
+    sums.nll += block_sums.nll;
+    sums.tokens += block_sums.tokens;
+    if (!gradient) continue;
+    // The gradient of the summed loss, in place again; then d(decoder output) for these rows and
+    // the output projection's gradient, added block after block in row order.
+    ops::cross_entropy_backward<T>(logits, T(1), in(logits), targets, label_smoothing_,
+                                   config_.pad_id);
+    ops::linear_backward<T>(dhidden.slice_rows(first, count), grad(output_weight_), dbias,
+                            in(logits), hidden.slice_rows(first, count), in(param(output_weight_)));
+  }
+  return sums;
+}
+
+template <typename T>
+void Transformer<T>::backward() {
+  CHECK(loss_gradient_ready_)
+      << "backward() needs a training forward() first (forward with training = true begins the "
+         "backward pass, and one forward serves one backward)";
+  loss_gradient_ready_ = false;
   std::memset(d_enc_output_.data(), 0, static_cast<size_t>(d_enc_output_.numel()) * sizeof(T));
+  TensorView<T> ddec = d_dec_stream_;
   TensorView<T> dembedded = stack_backward(dec_, decoder_, true, ddec, dropout_seed_);
   embed_backward(dembedded, tgt_in_.data(), tgt_embedding_, tgt_positions_, training_,
                  site_key(dropout_seed_, 1, 0, 0, kEmbedding));
@@ -273,7 +301,8 @@ void Transformer<T>::backward(T dloss) {
       StackActivations<T>&, const std::vector<LayerParams>&, bool, TensorView<T>, uint64_t); \
   template ops::LossSums Transformer<T>::forward(const Batch&, float, bool, uint64_t);       \
   template TensorView<const T> Transformer<T>::encode(const Batch&);                         \
-  template void Transformer<T>::backward(T);                                                 \
+  template ops::LossSums Transformer<T>::loss_blocks(bool);                                  \
+  template void Transformer<T>::backward();                                                  \
   template void Transformer<T>::embed_step(StepWorkspace<T>&, const int32_t*, int64_t);      \
   template void Transformer<T>::layer_step(StepWorkspace<T>&, int64_t, LayerCache<T>&,       \
                                            const ops::AttentionMask&);                       \

@@ -104,12 +104,26 @@ void attention_forward(TensorView<T> out, TensorView<T> probs, TensorView<const 
                   visible_keys(mask, t, d.keys), d.keys);
     }
   }
+  attention_values<T>(out, probs, v, dropout_p, dropout_key);
+}
+
+template <typename T>
+void attention_values(TensorView<T> out, TensorView<const T> probs, TensorView<const T> v,
+                      float dropout_p, uint64_t dropout_key) {
+  CHECK(probs.shape().rank() == 4 && v.shape().rank() == 4)
+      << "attention values need probabilities (B,H,T,S) and values (B,H,S,V), got "
+      << probs.shape().str() << " and " << v.shape().str();
+  const int64_t batch = probs.dim(0), heads = probs.dim(1), queries = probs.dim(2);
+  const int64_t keys = probs.dim(3), value_width = v.dim(3);
+  check_shape(v.shape(), Shape({batch, heads, keys, value_width}), "attention v");
+  check_shape(out.shape(), Shape({batch, heads, queries, value_width}), "attention output");
+  const int64_t pairs = batch * heads;
+  const int64_t score_size = queries * keys;
   if (dropout_p == 0.0f) {
     // out (T,V) = probs (T,S) V (S,V)
-    blas::gemm_strided_batched<T>(false, false, d.queries, d.value_width, d.keys, T(1),
-                                  probs.data(), d.keys, score_size, v.data(), d.value_width,
-                                  d.keys * d.value_width, T(0), out.data(), d.value_width,
-                                  d.queries * d.value_width, pairs);
+    blas::gemm_strided_batched<T>(false, false, queries, value_width, keys, T(1), probs.data(),
+                                  keys, score_size, v.data(), value_width, keys * value_width, T(0),
+                                  out.data(), value_width, queries * value_width, pairs);
     return;
   }
   // With dropout the dropped probabilities are never stored: each output row is accumulated from
@@ -117,16 +131,16 @@ void attention_forward(TensorView<T> out, TensorView<T> probs, TensorView<const 
   const T keep_scale = T(1) / (T(1) - static_cast<T>(dropout_p));
 #pragma omp parallel for schedule(static) if (pairs * score_size >= kParallelMinElements)
   for (int64_t pair = 0; pair < pairs; ++pair) {
-    for (int64_t t = 0; t < d.queries; ++t) {
-      const T* row = probs.data() + pair * score_size + t * d.keys;
-      T* target = out.data() + (pair * d.queries + t) * d.value_width;
-      for (int64_t j = 0; j < d.value_width; ++j) target[j] = T(0);
-      for (int64_t s = 0; s < d.keys; ++s) {
-        const uint64_t index = static_cast<uint64_t>(pair * score_size + t * d.keys + s);
+    for (int64_t t = 0; t < queries; ++t) {
+      const T* row = probs.data() + pair * score_size + t * keys;
+      T* target = out.data() + (pair * queries + t) * value_width;
+      for (int64_t j = 0; j < value_width; ++j) target[j] = T(0);
+      for (int64_t s = 0; s < keys; ++s) {
+        const uint64_t index = static_cast<uint64_t>(pair * score_size + t * keys + s);
         if (row[s] == T(0) || uniform_at(dropout_key, index) < dropout_p) continue;
         const T weight = row[s] * keep_scale;
-        const T* value = v.data() + (pair * d.keys + s) * d.value_width;
-        for (int64_t j = 0; j < d.value_width; ++j) target[j] += weight * value[j];
+        const T* value = v.data() + (pair * keys + s) * value_width;
+        for (int64_t j = 0; j < value_width; ++j) target[j] += weight * value[j];
       }
     }
   }
@@ -199,6 +213,10 @@ template void attention_forward<double>(TensorView<double>, TensorView<double>,
                                         TensorView<const double>, TensorView<const double>,
                                         TensorView<const double>, const AttentionMask&, double,
                                         float, uint64_t);
+template void attention_values<float>(TensorView<float>, TensorView<const float>,
+                                      TensorView<const float>, float, uint64_t);
+template void attention_values<double>(TensorView<double>, TensorView<const double>,
+                                       TensorView<const double>, float, uint64_t);
 template void attention_backward<float>(TensorView<float>, TensorView<float>, TensorView<float>,
                                         float*, TensorView<const float>, TensorView<const float>,
                                         TensorView<const float>, TensorView<const float>,

@@ -178,6 +178,13 @@ void attention_forward(TensorView<T> out,      // (B,H,T,V)
                        TensorView<const T> v,  // (B,H,S,V)
                        const AttentionMask& mask, T scale, float dropout_p = 0.0f,
                        uint64_t dropout_key = 0);
+// out = dropout(probs) V for every (batch, head) pair: attention_forward's last product, which a
+// backward that did not keep its output calls again (with the same key, the same mask).
+template <typename T>
+void attention_values(TensorView<T> out,          // (B,H,T,V)
+                      TensorView<const T> probs,  // (B,H,T,S) before dropout
+                      TensorView<const T> v,      // (B,H,S,V)
+                      float dropout_p = 0.0f, uint64_t dropout_key = 0);
 // dscale (nullable) += sum(dlogits * Q K^T): the gradient of a learned scale.
 // scratch holds (B,H,T,S) values.
 template <typename T>

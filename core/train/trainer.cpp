@@ -152,7 +152,7 @@ bool Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
     const ops::LossSums s = model_.forward(local, static_cast<float>(config_.train.label_smoothing),
                                            true, dropout_seed);
     // Gradient of the summed loss; divided by the global token count once it is known.
-    model_.backward(1.0f);
+    model_.backward();
     sums[0] += s.loss;
     sums[1] += s.nll;
     sums[2] += static_cast<double>(s.tokens);

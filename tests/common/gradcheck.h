@@ -51,6 +51,18 @@ inline double gradient_error(double analytic, double numeric, double floor) {
   return std::fabs(analytic - numeric) / denominator;
 }
 
+// One GradTensor per parameter tensor of a model (ParamTable layout): its parameters, perturbed
+// in place, beside `analytic`, a copy of its gradient buffer.
+template <typename Model>
+std::vector<GradTensor> parameter_tensors(Model& model, const std::vector<double>& analytic) {
+  std::vector<GradTensor> tensors;
+  for (const auto& e : model.table().entries()) {
+    tensors.push_back(
+        {e.name, model.params().data() + e.offset, analytic.data() + e.offset, e.shape.numel()});
+  }
+  return tensors;
+}
+
 inline GradCheckResult check_gradients(const std::function<double()>& objective,
                                        const std::vector<GradTensor>& tensors,
                                        const GradCheckOptions& options = {}) {

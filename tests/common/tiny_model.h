@@ -5,6 +5,7 @@
 // finite differences; a test sets only the fields its case is about, and says why.
 #pragma once
 
+#include "core/data/batch.h"
 #include "core/model/model_config.h"
 
 namespace attnlab::test {
@@ -27,6 +28,20 @@ inline ModelConfig tiny_model_config() {
   c.max_positions = 16;
   c.vocab_size = 11;
   return c;
+}
+
+// Two sentence pairs for tiny_model_config; the second is shorter on both sides (padded with 0).
+inline Batch tiny_batch() {
+  Batch b;
+  b.size = 2;
+  b.src_length = 5;
+  b.tgt_length = 4;
+  b.src = {3, 4, 5, 6, 2, 7, 8, 2, 0, 0};
+  b.tgt_in = {1, 9, 10, 3, 1, 4, 0, 0};
+  b.tgt_out = {9, 10, 3, 2, 4, 2, 0, 0};
+  b.src_tokens = 8;
+  b.tgt_tokens = 6;
+  return b;
 }
 
 }  // namespace attnlab::test

@@ -187,6 +187,7 @@ std::vector<int32_t> greedy_without_cache(Transformer<double>& model, const Batc
     one.tgt_length = static_cast<int64_t>(prefix.size());
     one.tgt_in = prefix;
     one.tgt_out = prefix;
+    model.keep_log_probs(true);
     model.forward(one, 0.0f, false, 0);
     const double* last = model.log_probs().data() + (one.tgt_length - 1) * vocab;
     int32_t best = kEos;  // pad and bos are never produced

@@ -50,6 +50,7 @@ TEST_P(KvCache, IncrementalLogitsEqualFullDecoderOnEveryPrefix) {
     full.tgt_in.insert(full.tgt_in.end(), t.begin(), t.end());
     full.tgt_out.insert(full.tgt_out.end(), t.begin(), t.end());
   }
+  model.keep_log_probs(true);
   model.forward(full, 0.0f, false, 0);
   const std::vector<double> expected(model.log_probs().data(),
                                      model.log_probs().data() + model.log_probs().numel());

@@ -14,19 +14,7 @@
 namespace attnlab {
 namespace {
 
-// Two sentence pairs; the second is shorter on both sides (padded with 0).
-Batch tiny_batch() {
-  Batch b;
-  b.size = 2;
-  b.src_length = 5;
-  b.tgt_length = 4;
-  b.src = {3, 4, 5, 6, 2, 7, 8, 2, 0, 0};
-  b.tgt_in = {1, 9, 10, 3, 1, 4, 0, 0};
-  b.tgt_out = {9, 10, 3, 2, 4, 2, 0, 0};
-  b.src_tokens = 8;
-  b.tgt_tokens = 6;
-  return b;
-}
+using test::tiny_batch;
 
 class ModelGradCheck : public ::testing::TestWithParam<test::VariantAndDropout> {};
 
@@ -41,14 +29,10 @@ TEST_P(ModelGradCheck, EveryParameterMatchesCentralDifferences) {
   constexpr uint64_t kDropoutSeed = 99;  // fixed masks make the objective a smooth function
   model.zero_grads();
   model.forward(batch, kSmoothing, true, kDropoutSeed);
-  model.backward(1.0);
+  model.backward();
   const std::vector<double> analytic = model.grads();
 
-  std::vector<test::GradTensor> tensors;
-  for (const ParamEntry& e : model.table().entries()) {
-    tensors.push_back(
-        {e.name, model.params().data() + e.offset, analytic.data() + e.offset, e.shape.numel()});
-  }
+  const std::vector<test::GradTensor> tensors = test::parameter_tensors(model, analytic);
   auto objective = [&] { return model.forward(batch, kSmoothing, true, kDropoutSeed).loss; };
   test::GradCheckOptions options;
   options.max_per_tensor = 8;
@@ -65,6 +49,7 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, ModelGradCheck, test::variants_with_dropou
 TEST(ModelMasks, FutureAndPaddedTokensDoNotLeak) {
   const ModelConfig config = test::tiny_model_config();  // heads * d_k != d_model, d_k != d_v
   Transformer<double> model(config, 5);
+  model.keep_log_probs(true);
   Batch batch = tiny_batch();
   model.forward(batch, 0.0f, false, 0);
   const std::vector<double> before(model.log_probs().data(),

@@ -60,12 +60,15 @@ struct Pass {
 template <typename T>
 Pass run(ModelConfig config, AttentionKernel kernel, bool training) {
   config.attention = kernel;
+  // Gradients come from training forwards: without dropout, from a model without any.
+  if (!training) config.dropout = config.attention_dropout = 0.0;
   Transformer<T> model(config, 21);
   const Batch batch = long_batch();
   model.zero_grads();
   Pass pass;
-  pass.loss = model.forward(batch, 0.1f, training, 77);
-  model.backward(T(1) / static_cast<T>(batch.tgt_tokens));
+  pass.loss = model.forward(batch, 0.1f, true, 77);
+  model.backward();
+  model.scale_grads(T(1) / static_cast<T>(batch.tgt_tokens));
   pass.grads = test::convert<double>(model.grads());
   return pass;
 }
@@ -134,7 +137,9 @@ TEST(TiledModelProbe, AttentionMapsEqualStandard) {
 
 TEST(TiledModelWorkspace, DropsTheScoreMatrices) {
   // Tiled replaces every block's (B,H,T,S) probabilities by a (B,H,T) logsumexp and the
-  // (B,H,L,L) backward scratch by the per-worker tiles; nothing else in the workspace changes.
+  // (B,H,L,L) backward scratch by the per-worker tiles, and keeps every block's (B,T,H*V) joined
+  // heads (its backward reads them as O; the standard kernel's backward rebuilds them from the
+  // probabilities, so it keeps them in one pool); nothing else in the workspace changes.
   const ModelConfig base = small_config(0.0);
   ModelConfig tiled_config = base;
   tiled_config.attention = AttentionKernel::kTiled;
@@ -149,8 +154,10 @@ TEST(TiledModelWorkspace, DropsTheScoreMatrices) {
   const int64_t logsumexp = layers * (aligned(B * H * S) + 2 * aligned(B * H * T));
   const int64_t scratch =
       aligned(ops::attention_tiled_scratch_elements(ops::attention_tiled_workers()));
+  const int64_t V = 5;  // tiny_model_config's d_v
+  const int64_t joined = layers * (aligned(B * S * H * V) + 2 * aligned(B * T * H * V));
   EXPECT_EQ(standard.workspace_elements() - tiled.workspace_elements(),
-            probs - logsumexp + aligned(B * H * S * S) - scratch);
+            probs - logsumexp + aligned(B * H * S * S) - scratch - joined);
   EXPECT_EQ(tiled.attention_activations(AttentionStack::kEncoderSelf, 0).logsumexp.shape(),
             Shape({B, H, S}));
 }

@@ -56,7 +56,8 @@ TrainedRun train(int threads) {
     const Batch batch = make_batch(split.train, rows, c.pad_id, c.bos_id, c.eos_id);
     model.zero_grads();
     const ops::LossSums sums = model.forward(batch, 0.1f, true, rng_key(17, step));
-    model.backward(1.0f / static_cast<float>(sums.tokens));
+    model.backward();
+    model.scale_grads(1.0f / static_cast<float>(sums.tokens));
     adam.step(model.params().data(), model.grads().data(), 1e-3);
     run.losses.push_back(sums.loss / static_cast<double>(sums.tokens));
   }

@@ -2,9 +2,12 @@
 // smoothing and padded batches, for four architecture variants, against the losses and the final
 // parameters that an earlier build of the model wrote (tests/fixtures/golden/training_steps.txt).
 //
-// The golden file was written by this test, built from the commit that added it: the model code of
-// main at 21c3b68, before the decoder layer of core/model/layer.h existed, when training ran its
-// own stack loop and DecoderState its own copy of the layer:
+// The golden file was first written by this test built from the model code of main at 21c3b68,
+// before the decoder layer of core/model/layer.h existed. It was written again, on purpose, when
+// the training forward began to compute the loss's gradient (a block of rows at a time): the
+// gradient became that of the summed loss, scaled by 1 / tokens afterwards (scale_grads, as the
+// trainer always scaled it) instead of inside the loss's backward, which moves the last bits from
+// step 1 on (step 0's loss is unchanged). The command, at the commit that rewrote it:
 //
 //   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 //   ATTNLAB_WRITE_GOLDEN=tests/fixtures/golden/training_steps.txt
@@ -98,7 +101,8 @@ std::vector<std::string> train_variant(const Variant& v) {
     const Batch batch = make_batch(split.train, rows, c.pad_id, c.bos_id, c.eos_id);
     model.zero_grads();
     const ops::LossSums sums = model.forward(batch, 0.1f, true, rng_key(17, step));
-    model.backward(1.0f / static_cast<float>(sums.tokens));
+    model.backward();
+    model.scale_grads(1.0f / static_cast<float>(sums.tokens));
     adam.step(model.params().data(), model.grads().data(), 3e-3);
     lines.push_back(std::string(v.name) + " step " + std::to_string(step) + " loss " +
                     hex(sums.loss) + " nll " + hex(sums.nll));
