@@ -81,7 +81,7 @@ void print_memory(const ExperimentConfig& experiment, int64_t src_length, int64_
       {"gradients", memory.gradients},
       {"Adam moments", memory.adam_moments},
       {"activations (saved for backward)", memory.activations},
-      {"logits (B*T x vocab)", memory.logits},
+      {"logits (a block of rows x vocab)", memory.logits},
       {"scratch (gradient streams, pools)", memory.scratch},
       {"total", memory.total()}};
   for (const auto& [what, bytes] : rows) {
