@@ -37,10 +37,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from analysis.formatting import fixed  # noqa: E402
 
-# Targets of issue 10: attnlab/PyTorch training throughput per configuration, MFU on base at one
-# thread, greedy decoding speed, and peak training RSS (attnlab/PyTorch at most this).
+# Targets of issue 10: attnlab/PyTorch training throughput per configuration, greedy decoding
+# speed, and peak training RSS (attnlab/PyTorch at most this). MFU on base at one thread: issue
+# 44's "one thread keeps what it has" (issue 10 asked for 60%).
 THROUGHPUT_TARGETS = {"tiny": 2.0, "small": 1.5, "base": 1.25}
-MFU_TARGET = 0.60
+MFU_TARGET = 0.90
 # Decoding targets: greedy at least PyTorch's speed per FLOP (its sentences/s ratio at least the
 # FLOP ratio of the re-run loop over the KV cache), beam 4 at least 5x PyTorch on small and base.
 GREEDY_PER_FLOP_TARGET = 1.0
@@ -50,10 +51,10 @@ RSS_TARGET = 0.5
 DECODE_SOURCE, NEW_TOKENS = 32, 32
 # Targets of bf16 products: attnlab bf16 / attnlab fp32 throughput per configuration (none on
 # tiny), attnlab bf16 / PyTorch autocast-bf16 on every configuration, and bf16 MFU on base at one
-# thread over the measured bf16 peak.
+# thread over the measured bf16 peak (issue 44's 80%; the bf16 issue asked for 70%).
 BF16_SPEEDUP_TARGETS = {"small": 1.5, "base": 1.8}
 BF16_TORCH_TARGET = 1.5
-BF16_MFU_TARGET = 0.70
+BF16_MFU_TARGET = 0.80
 # Targets of threads (issue 44): tokens/s at 2 threads over 1 thread per configuration, in both
 # precisions, and never below 1.0x.
 THREAD_SPEEDUP_TARGETS = {"tiny": 1.5, "small": 1.8, "base": 1.8}
