@@ -161,9 +161,8 @@ bool Trainer::train_step(TrainRow& row, const TrainerCallbacks& callbacks) {
   comm_.allreduce_sum(model_.grads().data(), model_.grads().size());
   const double tokens = sums[2];
   CHECK(tokens > 0) << "step " << step_ + 1 << " has no target tokens";
-  const float inv_tokens = static_cast<float>(1.0 / tokens);
+  model_.scale_grads(static_cast<float>(1.0 / tokens));
   float* grads = model_.grads().data();
-  for (int64_t i = 0; i < size; ++i) grads[i] *= inv_tokens;
   const int64_t every = config_.log.diagnostics_every;
   // Step 1 too: its gradients are taken at the initial parameters.
   if (every > 0 && (step_ == 0 || (step_ + 1) % every == 0) && callbacks.on_gradients) {
