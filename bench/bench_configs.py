@@ -17,37 +17,44 @@ CONFIGS = {
 }
 
 
+def cached_decode_macs(config, source, new_tokens):
+    """The multiply-adds of KV-cache decoding for one sentence, by the product that does them:
+    'peak' for the source side (encoder; cross-attention keys and values, once: products of many
+    rows) and attention's dot products, 'projection' (self-attention q, k, v, out and
+    cross-attention q, out: six d x d per layer and position), 'fc1', 'fc2' and 'logits' for a
+    decoder step's products, which have one row per sentence of the batch."""
+    d, _, f, n_enc, n_dec, vocab, _, _ = CONFIGS[config]
+    steps = range(1, new_tokens + 1)
+    return {
+        # Encoder: q,k,v,out projections, scores and weighted values over `source` keys, the FFN.
+        "peak": (source * n_enc * (4 * d * d + 2 * source * d + 2 * d * f)
+                 + n_dec * 2 * source * d * d
+                 + n_dec * sum(2 * t * d + 2 * source * d for t in steps)),
+        "projection": n_dec * new_tokens * 6 * d * d,
+        "fc1": n_dec * new_tokens * d * f,
+        "fc2": n_dec * new_tokens * f * d,
+        "logits": new_tokens * d * vocab,
+    }
+
+
 def decode_macs(config, source, new_tokens, cached):
+    if cached:
+        return sum(cached_decode_macs(config, source, new_tokens).values())
     d, _, f, n_enc, n_dec, vocab, _, _ = CONFIGS[config]
     # Encoder: q,k,v,out projections, scores and weighted values over `source` keys, the FFN.
     total = source * n_enc * (4 * d * d + 2 * source * d + 2 * d * f)
-    if cached:
-        total += n_dec * 2 * source * d * d  # cross-attention keys and values, once
     for t in range(1, new_tokens + 1):
-        if cached:
-            # One position: self-attention projections and t keys, cross q/out and S keys, FFN.
-            layer = 4 * d * d + 2 * t * d + 2 * d * d + 2 * source * d + 2 * d * f
-        else:
-            # All t positions, t x t self-attention, t x S cross-attention, memory re-projected.
-            layer = (t * (6 * d * d + 2 * d * f) + 2 * t * t * d + 2 * t * source * d
-                     + 2 * source * d * d)
+        # All t positions, t x t self-attention, t x S cross-attention, memory re-projected.
+        layer = (t * (6 * d * d + 2 * d * f) + 2 * t * t * d + 2 * t * source * d
+                 + 2 * source * d * d)
         total += n_dec * layer + d * vocab
     return total
 
 
 def decode_gemm_seconds(config, source, new_tokens, rates):
-    """Seconds per sentence of attnlab's KV-cache decoding (the multiply-adds of decode_macs with
-    cached=True) if it did nothing but multiply at `rates`, in FLOP/s: 'peak' for the source
-    side (encoder, cross-attention keys and values: products of many rows) and for attention's
-    dot products, 'projection', 'fc1', 'fc2' and 'logits' for a decoder step's products, which
-    have one row per sentence of the batch (attnlab_kernels' decode_gemm rows). Everything else
-    counts as free, so the time is a lower bound and the speed it gives a ceiling."""
-    d, _, f, n_enc, n_dec, vocab, _, _ = CONFIGS[config]
-    seconds = 2.0 * (source * n_enc * (4 * d * d + 2 * source * d + 2 * d * f)
-                     + n_dec * 2 * source * d * d) / rates["peak"]
-    for t in range(1, new_tokens + 1):
-        # Self-attention q, k, v, out and cross-attention q, out: six (d x d) products.
-        layer = (2.0 * 6 * d * d / rates["projection"] + 2.0 * d * f / rates["fc1"]
-                 + 2.0 * f * d / rates["fc2"] + 2.0 * (2 * t * d + 2 * source * d) / rates["peak"])
-        seconds += n_dec * layer + 2.0 * d * vocab / rates["logits"]
-    return seconds
+    """Seconds per sentence of attnlab's KV-cache decoding if it did nothing but multiply, each
+    product of cached_decode_macs at its rate in `rates` (FLOP/s, the same keys; the decoder
+    step's from attnlab_kernels' decode_gemm rows). Everything else counts as free, so the time
+    is a lower bound and the speed it gives a ceiling."""
+    macs = cached_decode_macs(config, source, new_tokens)
+    return sum(2.0 * count / rates[product] for product, count in macs.items())

@@ -79,14 +79,11 @@ template <typename T>
 void Transformer<T>::set_loss_block_bytes(int64_t bytes) {
   CHECK(bytes > 0) << "the loss's block needs a positive size, got " << bytes << " bytes";
   loss_block_bytes_ = bytes;
-  batch_ = 0;  // the next forward carves the loss's buffer anew
 }
 
 template <typename T>
 void Transformer<T>::keep_log_probs(bool keep) {
-  if (keep == keep_log_probs_) return;
   keep_log_probs_ = keep;
-  batch_ = 0;  // the next forward carves the loss's buffer anew
 }
 
 template <typename T>
@@ -230,7 +227,7 @@ void Transformer<T>::carve_sublayer(Arena<T>& arena, SublayerActivations<T>& s, 
 
 template <typename T>
 WorkspaceParts Transformer<T>::layout(bool counting, int64_t batch, int64_t src_length,
-                                      int64_t tgt_length) {
+                                      int64_t tgt_length, int64_t loss_rows) {
   const ModelConfig& c = config_;
   const int64_t B = batch, S = src_length, T_ = tgt_length, D = c.d_model, H = c.heads;
   const int64_t K = c.d_k, V = c.d_v, F = c.d_ff, N = c.vocab_size;
@@ -258,7 +255,7 @@ WorkspaceParts Transformer<T>::layout(bool counting, int64_t batch, int64_t src_
   parts.activations = arena_.used() - before_stacks;
   // One block of the loss's rows: logits, overwritten by their log-probabilities, overwritten
   // (training) by their gradient.
-  logits_ = arena_.take({loss_block_rows(B * T_), N});
+  logits_ = arena_.take({loss_rows, N});
   parts.logits = arena_.used() - before_stacks - parts.activations;
   d_enc_stream_ = arena_.take({B, S, D});
   d_dec_stream_ = arena_.take({B, T_, D});
@@ -286,9 +283,10 @@ WorkspaceParts Transformer<T>::layout(bool counting, int64_t batch, int64_t src_
 
 template <typename T>
 void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length) {
-  layout(true, batch, src_length, tgt_length);
+  const int64_t loss_rows = loss_block_rows(batch * tgt_length);
+  layout(true, batch, src_length, tgt_length, loss_rows);
   arena_.reserve(arena_.used());
-  layout(false, batch, src_length, tgt_length);
+  layout(false, batch, src_length, tgt_length, loss_rows);
   batch_ = batch;
   src_length_ = src_length;
   tgt_length_ = tgt_length;
@@ -297,9 +295,11 @@ void Transformer<T>::carve(int64_t batch, int64_t src_length, int64_t tgt_length
 template <typename T>
 WorkspaceParts Transformer<T>::workspace_parts(int64_t batch, int64_t src_length,
                                                int64_t tgt_length) {
-  const WorkspaceParts parts = layout(true, batch, src_length, tgt_length);
+  const int64_t live_loss_rows = batch_ > 0 ? logits_.dim(0) : 0;
+  const WorkspaceParts parts =
+      layout(true, batch, src_length, tgt_length, loss_block_rows(batch * tgt_length));
   // Counting left views without memory: carve the current shape's again (no allocation).
-  if (batch_ > 0) layout(false, batch_, src_length_, tgt_length_);
+  if (batch_ > 0) layout(false, batch_, src_length_, tgt_length_, live_loss_rows);
   return parts;
 }
 

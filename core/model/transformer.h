@@ -171,7 +171,8 @@ class Transformer {
   // Log-probabilities of the last forward, (B*T, N); needs keep_log_probs(true) before it.
   TensorView<const T> log_probs() const;
   // The loss's block of rows holds at most this many bytes of logits (at least one row);
-  // kLossBlockBytes unless set (tests set small blocks).
+  // kLossBlockBytes unless set (tests set small blocks). Like keep_log_probs, it takes effect at
+  // the next forward.
   void set_loss_block_bytes(int64_t bytes);
   // Attention probabilities of the last forward, (B,H,T,S). With model.attention = tiled they are
   // not stored by forward: the first request after a forward computes every block's map through the
@@ -199,8 +200,10 @@ class Transformer {
   void carve(int64_t batch, int64_t src_length, int64_t tgt_length);
   // Rows of the loss's block out of `rows` (B*T): all of them when log-probabilities are kept.
   int64_t loss_block_rows(int64_t rows) const;
-  // One pass of carve: counting (no memory) or for real; returns the parts' sizes.
-  WorkspaceParts layout(bool counting, int64_t batch, int64_t src_length, int64_t tgt_length);
+  // One pass of carve: counting (no memory) or for real, the loss's block `loss_rows` rows;
+  // returns the parts' sizes.
+  WorkspaceParts layout(bool counting, int64_t batch, int64_t src_length, int64_t tgt_length,
+                        int64_t loss_rows);
   // The carving of one sub-layer's activations over (B,length,D), attending over `keys`
   // positions; `step` carves incremental decoding's buffers (the probabilities as a pool for the
   // longest cache, the standard kernel's whatever model.attention). `sub_out_pool` holds f's

@@ -219,7 +219,11 @@ ops::LossSums Transformer<T>::forward(const Batch& batch, float label_smoothing,
   CHECK(!(training && keep_log_probs_))
       << "keep_log_probs applies to evaluation forwards: a training forward overwrites the "
          "log-probabilities with their gradient";
-  if (B != batch_ || S != src_length_ || T_ != tgt_length_) carve(B, S, T_);
+  // A new shape, or a loss block that keep_log_probs or set_loss_block_bytes resized.
+  if (B != batch_ || S != src_length_ || T_ != tgt_length_ ||
+      logits_.dim(0) != loss_block_rows(B * T_)) {
+    carve(B, S, T_);
+  }
   src_.assign(batch.src.begin(), batch.src.end());
   tgt_in_.assign(batch.tgt_in.begin(), batch.tgt_in.end());
   tgt_out_.assign(batch.tgt_out.begin(), batch.tgt_out.end());

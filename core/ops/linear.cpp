@@ -14,21 +14,29 @@ namespace attnlab::ops {
 
 namespace {
 
-// Checks the shapes of a forward product and broadcasts the bias (if any) into out, so that GEMM
-// adds inp W^T to it; returns GEMM's beta.
+// out = inp W^T + b from W (out_features, in_features) or, `transposed`, from W^T stored
+// (in_features, out_features): the bias (if any) is broadcast into out and GEMM adds the product.
 template <typename T>
-T prepare_output(TensorView<T> out, TensorView<const T> inp, TensorView<const T> bias, int64_t rows,
-                 int64_t in_features, int64_t out_features) {
+void forward_product(TensorView<T> out, TensorView<const T> inp, TensorView<const T> weight,
+                     TensorView<const T> bias, bool transposed) {
+  const int64_t in_features = weight.dim(transposed ? 0 : 1);
+  const int64_t out_features = weight.dim(transposed ? 1 : 0);
+  const int64_t rows = inp.numel() / in_features;
   check_shape(inp.shape(), Shape({rows, in_features}), "linear input");
   check_shape(out.shape(), Shape({rows, out_features}), "linear output");
-  if (bias.empty()) return T(0);
-  check_shape(bias.shape(), Shape({out_features}), "linear bias");
+  T beta = T(0);
+  if (!bias.empty()) {
+    check_shape(bias.shape(), Shape({out_features}), "linear bias");
 #pragma omp parallel for schedule(static) if (rows * out_features >= kParallelMinElements)
-  for (int64_t m = 0; m < rows; ++m) {
-    T* row = out.data() + m * out_features;
-    for (int64_t o = 0; o < out_features; ++o) row[o] = bias[o];
+    for (int64_t m = 0; m < rows; ++m) {
+      T* row = out.data() + m * out_features;
+      for (int64_t o = 0; o < out_features; ++o) row[o] = bias[o];
+    }
+    beta = T(1);
   }
-  return T(1);
+  blas::gemm<T>(false, !transposed, rows, out_features, in_features, T(1), inp.data(), in_features,
+                weight.data(), transposed ? out_features : in_features, beta, out.data(),
+                out_features);
 }
 
 }  // namespace
@@ -36,23 +44,13 @@ T prepare_output(TensorView<T> out, TensorView<const T> inp, TensorView<const T>
 template <typename T>
 void linear_forward(TensorView<T> out, TensorView<const T> inp, TensorView<const T> weight,
                     TensorView<const T> bias) {
-  const int64_t in_features = weight.dim(1);
-  const int64_t out_features = weight.dim(0);
-  const int64_t rows = inp.numel() / in_features;
-  const T beta = prepare_output(out, inp, bias, rows, in_features, out_features);
-  blas::gemm<T>(false, true, rows, out_features, in_features, T(1), inp.data(), in_features,
-                weight.data(), in_features, beta, out.data(), out_features);
+  forward_product(out, inp, weight, bias, false);
 }
 
 template <typename T>
 void linear_forward_transposed(TensorView<T> out, TensorView<const T> inp,
                                TensorView<const T> weight_t, TensorView<const T> bias) {
-  const int64_t in_features = weight_t.dim(0);
-  const int64_t out_features = weight_t.dim(1);
-  const int64_t rows = inp.numel() / in_features;
-  const T beta = prepare_output(out, inp, bias, rows, in_features, out_features);
-  blas::gemm<T>(false, false, rows, out_features, in_features, T(1), inp.data(), in_features,
-                weight_t.data(), out_features, beta, out.data(), out_features);
+  forward_product(out, inp, weight_t, bias, true);
 }
 
 // Tiles of kTransposeTile x kTransposeTile: a tile's rows and columns both stay in L1, so every

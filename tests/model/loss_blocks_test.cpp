@@ -11,7 +11,7 @@
 
 #include "common/gradcheck.h"
 #include "core/model/transformer.h"
-#include "core/util/check.h"
+#include "io/expect_error.h"
 #include "tests/common/tiny_model.h"
 
 namespace attnlab {
@@ -95,34 +95,21 @@ TEST(LossBlocks, TheWorkspaceHoldsOneBlockOfLogits) {
   EXPECT_EQ(model.workspace_parts(2, 5, 4).logits, all_rows);
 }
 
-// The message of the Error `action` throws ("" when it throws none).
-template <typename F>
-std::string error_of(F&& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
-
 TEST(LossBlocks, BackwardNeedsATrainingForwardOfItsOwn) {
   Transformer<double> model(test::tiny_model_config(), 5);
   const Batch batch = tiny_batch();
   model.forward(batch, 0.1f, false, 0);
-  EXPECT_NE(error_of([&] { model.backward(); }).find("needs a training forward()"),
-            std::string::npos);
+  test::expect_error([&] { model.backward(); }, {"needs a training forward()"});
   model.forward(batch, 0.1f, true, 0);
   model.backward();
-  EXPECT_NE(error_of([&] { model.backward(); }).find("one forward serves one backward"),
-            std::string::npos);
+  test::expect_error([&] { model.backward(); }, {"one forward serves one backward"});
 }
 
 TEST(LossBlocks, LogProbsAreKeptOnlyWhenAskedAndNeverInTraining) {
   Transformer<double> model(test::tiny_model_config(), 5);
   const Batch batch = tiny_batch();
   model.forward(batch, 0.1f, false, 0);
-  EXPECT_NE(error_of([&] { model.log_probs(); }).find("keep_log_probs(true)"), std::string::npos);
+  test::expect_error([&] { model.log_probs(); }, {"keep_log_probs(true)"});
   model.keep_log_probs(true);
   const ops::LossSums sums = model.forward(batch, 0.0f, false, 0);
   // The kept rows are log-probabilities: each non-pad row's target entry sums to the nll.
@@ -133,8 +120,7 @@ TEST(LossBlocks, LogProbsAreKeptOnlyWhenAskedAndNeverInTraining) {
     nll -= log_probs.data()[row * 11 + static_cast<size_t>(batch.tgt_out[row])];
   }
   EXPECT_NEAR(nll, sums.nll, 1e-12);
-  EXPECT_NE(error_of([&] { model.forward(batch, 0.1f, true, 0); }).find("evaluation forwards"),
-            std::string::npos);
+  test::expect_error([&] { model.forward(batch, 0.1f, true, 0); }, {"evaluation forwards"});
 }
 
 }  // namespace
