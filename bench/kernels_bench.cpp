@@ -47,12 +47,19 @@ std::vector<int32_t> random_tokens(int64_t count, int64_t vocab, uint64_t seed) 
 
 // C(M,N) = op(A) op(B): 2*M*N*K FLOPs per call, reported as FLOP/s. With `bf16`, through
 // blas::gemm_bf16 (its operand rounding included, as the model pays it).
+// The engine a float product runs on: gemm<float> as training runs it (OpenBLAS), bf16 operands,
+// or gemm<float> under the oneDNN fp32 engine, as a decoder step runs it.
+enum class GemmEngine { kTraining, kBf16, kDecoding };
+
 void register_gemm(const std::string& name, bool trans_a, bool trans_b, int64_t m, int64_t n,
-                   int64_t k, bool bf16 = false) {
+                   int64_t k, GemmEngine engine = GemmEngine::kTraining) {
   benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
     const std::vector<float> a = random_values(m * k, 1), b = random_values(k * n, 2);
     std::vector<float> c(static_cast<size_t>(m * n));
     const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+    const bool bf16 = engine == GemmEngine::kBf16;
+    const blas::Fp32EngineScope scope(
+        engine == GemmEngine::kDecoding ? blas::Fp32Engine::kOneDnn : blas::Fp32Engine::kOpenBlas);
     for (auto _ : state) {
       if (bf16) {
         blas::gemm_bf16(trans_a, trans_b, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
@@ -221,7 +228,9 @@ void register_adam(const std::string& name, int64_t size) {
 
 void register_all(bool bf16) {
   register_gemm("sgemm_peak/1024x1024x1024", false, true, 1024, 1024, 1024);
-  if (bf16) register_gemm("bf16_peak/1024x1024x1024", false, true, 1024, 1024, 1024, true);
+  if (bf16) {
+    register_gemm("bf16_peak/1024x1024x1024", false, true, 1024, 1024, 1024, GemmEngine::kBf16);
+  }
   for (const BenchConfig& c : kBenchConfigs) {
     const std::string p = std::string(c.name) + "/";
     const int64_t rows = c.sentences * c.length, width = c.d_model / c.heads;
@@ -229,23 +238,32 @@ void register_all(bool bf16) {
     for (const bool low : {false, true}) {
       if (low && !bf16) continue;
       const std::string g = p + (low ? "gemm_bf16/" : "gemm/");
-      register_gemm(g + "projection_fwd", false, true, rows, c.d_model, c.d_model, low);
-      register_gemm(g + "fc1_fwd", false, true, rows, c.d_ff, c.d_model, low);
-      register_gemm(g + "fc2_fwd", false, true, rows, c.d_model, c.d_ff, low);
-      register_gemm(g + "fc1_dweight", true, false, c.d_ff, c.d_model, rows, low);
-      register_gemm(g + "logits_fwd", false, true, rows, c.vocab_size, c.d_model, low);
-      register_gemm(g + "logits_dinp", false, false, rows, c.d_model, c.vocab_size, low);
-      register_gemm(g + "logits_dweight", true, false, c.vocab_size, c.d_model, rows, low);
+      const GemmEngine e = low ? GemmEngine::kBf16 : GemmEngine::kTraining;
+      register_gemm(g + "projection_fwd", false, true, rows, c.d_model, c.d_model, e);
+      register_gemm(g + "fc1_fwd", false, true, rows, c.d_ff, c.d_model, e);
+      register_gemm(g + "fc2_fwd", false, true, rows, c.d_model, c.d_ff, e);
+      register_gemm(g + "fc1_dweight", true, false, c.d_ff, c.d_model, rows, e);
+      register_gemm(g + "logits_fwd", false, true, rows, c.vocab_size, c.d_model, e);
+      register_gemm(g + "logits_dinp", false, false, rows, c.d_model, c.vocab_size, e);
+      register_gemm(g + "logits_dweight", true, false, c.vocab_size, c.d_model, rows, e);
     }
-    // One decoder step of kDecodeBatch sentences: every product has that many rows. The
-    // vocabulary projection from W (training's layout) and from W^T (decoding's, see
-    // ops::linear_forward_transposed).
-    const std::string d = p + "decode_gemm/";
-    register_gemm(d + "projection", false, true, kDecodeBatch, c.d_model, c.d_model);
-    register_gemm(d + "fc1", false, true, kDecodeBatch, c.d_ff, c.d_model);
-    register_gemm(d + "fc2", false, true, kDecodeBatch, c.d_model, c.d_ff);
-    register_gemm(d + "logits_from_W", false, true, kDecodeBatch, c.vocab_size, c.d_model);
-    register_gemm(d + "logits_from_Wt", false, false, kDecodeBatch, c.vocab_size, c.d_model);
+    // One decoder step of kDecodeBatch sentences: every product has that many rows. decode_gemm
+    // runs them as a step does (the oneDNN fp32 engine), decode_gemm_openblas on training's
+    // engine beside it. The vocabulary projection from W (training's layout) and from W^T, and
+    // decode_gemm/logits from the one decoding reads on this CPU.
+    for (const bool decoding : {true, false}) {
+      const std::string d = p + (decoding ? "decode_gemm/" : "decode_gemm_openblas/");
+      const GemmEngine e = decoding ? GemmEngine::kDecoding : GemmEngine::kTraining;
+      register_gemm(d + "projection", false, true, kDecodeBatch, c.d_model, c.d_model, e);
+      register_gemm(d + "fc1", false, true, kDecodeBatch, c.d_ff, c.d_model, e);
+      register_gemm(d + "fc2", false, true, kDecodeBatch, c.d_model, c.d_ff, e);
+      register_gemm(d + "logits_from_W", false, true, kDecodeBatch, c.vocab_size, c.d_model, e);
+      register_gemm(d + "logits_from_Wt", false, false, kDecodeBatch, c.vocab_size, c.d_model, e);
+      if (decoding) {
+        register_gemm(d + "logits", false, !blas::few_rows_prefer_transposed_weight(), kDecodeBatch,
+                      c.vocab_size, c.d_model, e);
+      }
+    }
     register_attention(p + "attention_fwd/causal", c.sentences, c.heads, c.length, width, true,
                        false);
     register_attention(p + "attention_bwd/causal", c.sentences, c.heads, c.length, width, true,

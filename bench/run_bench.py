@@ -368,7 +368,7 @@ def decode_product_rates(kernels, config):
     names = {"peak": "sgemm_peak/1024x1024x1024",
              "projection": f"{config}/decode_gemm/projection",
              "fc1": f"{config}/decode_gemm/fc1", "fc2": f"{config}/decode_gemm/fc2",
-             "logits": f"{config}/decode_gemm/logits_from_Wt"}
+             "logits": f"{config}/decode_gemm/logits"}
     rates = {key: entries.get(name) for key, name in names.items()}
     return rates if all(rates.values()) else None
 
@@ -722,7 +722,9 @@ def report(rows, results, kernels, context):
         "ratio over the FLOP ratio; the target is at least 1 (PyTorch's efficiency). 'per-FLOP "
         "ceiling': the same if attnlab's decoding took only the time of its matrix products at "
         "the rates attnlab_kernels measured for them (a decoder step's products have one row "
-        "per sentence: the decode_gemm rows; the source side at the sgemm peak), everything "
+        "per sentence: the decode_gemm rows, on oneDNN's fp32 engine as a decoder step runs "
+        "them, with decode_gemm_openblas beside them for comparison; the source side at the "
+        "sgemm peak), everything "
         "else free: a target above it cannot be met with these products. The "
         "verdicts use CPU-time ratios, which a shared machine leaves comparable. Beam 4's target "
         "is at least 5x PyTorch on small and base.",

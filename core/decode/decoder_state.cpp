@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "core/tensor/blas.h"
+
 namespace attnlab {
 
 template <typename T>
@@ -17,7 +19,7 @@ DecoderState<T>::DecoderState(Transformer<T>& model, const Batch& source, int64_
   src_padding_ = model.source_padding();
   const int64_t B = batch_, S = src_length_, H = c.heads, K = c.d_k, V = c.d_v;
   model.carve_step(arena_, workspace_, B, S, max_steps);
-  model.transposed_output_weight(output_weight_t_);
+  if (blas::few_rows_prefer_transposed_weight()) model.transposed_output_weight(output_weight_t_);
   caches_.resize(model.decoder_layers().size());
   for (size_t l = 0; l < caches_.size(); ++l) {
     caches_[l].self = KvCache<T>(B, H, K, V, max_steps);
@@ -33,6 +35,8 @@ TensorView<const T> DecoderState<T>::step(const std::vector<int32_t>& tokens) {
   CHECK(position_ < max_steps_) << "decoder state is full after " << max_steps_ << " steps";
   // Sources hide their padding.
   const ops::AttentionMask cross_mask{src_padding_.data(), false, 0};
+  // Every product of a step has one row per sentence: oneDNN's fp32 engine (blas.h says why).
+  const blas::Fp32EngineScope engine(blas::Fp32Engine::kOneDnn);
   model_.embed_step(workspace_, tokens.data(), position_);
   for (size_t l = 0; l < caches_.size(); ++l) {
     model_.layer_step(workspace_, static_cast<int64_t>(l), caches_[l], cross_mask);

@@ -157,8 +157,8 @@ class Transformer {
   // The output projection's weight transposed, (D,N), into `weight_t` (resized): decoding's
   // vocabulary projection reads this layout (ops::linear_forward_transposed).
   void transposed_output_weight(std::vector<T>& weight_t) const;
-  // w.logits = the output projection of the decoder's output, from the current parameters
-  // transposed by transposed_output_weight.
+  // w.logits = the output projection of the decoder's output: from the current parameters
+  // transposed by transposed_output_weight, or, when weight_t is empty, from the weight as stored.
   void output_step(StepWorkspace<T>& w, const std::vector<T>& weight_t);
   // Fills cache.cross of decoder layer `index` with the keys and values of `memory` (B,S,D), the
   // output of the last encode().

@@ -160,13 +160,18 @@ void Transformer<T>::transposed_output_weight(std::vector<T>& weight_t) const {
 template <typename T>
 void Transformer<T>::output_step(StepWorkspace<T>& w, const std::vector<T>& weight_t) {
   const int64_t D = config_.d_model, N = config_.vocab_size;
-  CHECK(static_cast<int64_t>(weight_t.size()) == D * N)
+  CHECK(weight_t.empty() || static_cast<int64_t>(weight_t.size()) == D * N)
       << "output_step: the transposed output weight has " << weight_t.size()
       << " elements, the model's has " << D * N;
   TensorView<const T> x = w.layers.back().back().out;
+  const TensorView<const T> rows = x.reshape({x.numel() / D, D});
   TensorView<const T> bias = output_bias_ >= 0 ? in(param(output_bias_)) : TensorView<const T>();
-  ops::linear_forward_transposed<T>(w.logits, x.reshape({x.numel() / D, D}),
-                                    TensorView<const T>(weight_t.data(), {D, N}), bias);
+  if (weight_t.empty()) {
+    ops::linear_forward<T>(w.logits, rows, table_.view(params_.data(), output_weight_), bias);
+  } else {
+    ops::linear_forward_transposed<T>(w.logits, rows, TensorView<const T>(weight_t.data(), {D, N}),
+                                      bias);
+  }
 }
 
 template <typename T>

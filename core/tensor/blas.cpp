@@ -102,6 +102,10 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
     gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
+  if (fp32_engine() == Fp32Engine::kOneDnn && k > 0) {
+    gemm_onednn_f32(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   if (const int workers = product_threads(m, n, k); workers > 1) {
     sgemm_split(workers, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } else {
@@ -229,7 +233,10 @@ std::string kernel_warning() {
 }
 
 int product_threads(int64_t m, int64_t n, int64_t k) {
-  if (precision() == Precision::kBf16 || !split_pays(m * n * k)) return 1;
+  if (precision() == Precision::kBf16 || fp32_engine() == Fp32Engine::kOneDnn ||
+      !split_pays(m * n * k)) {
+    return 1;
+  }
   return std::max(1, split_workers(std::max(m, n)));
 }
 

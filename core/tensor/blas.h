@@ -1,7 +1,8 @@
 // The only door to BLAS: row-major GEMM (optionally transposed, optionally over strided batches)
-// in float and double, the OpenBLAS kernel report, and the precision of float products: fp32
-// through OpenBLAS's sgemm, or bf16 operands through oneDNN's matmul (blas_bf16.cpp; no other
-// file includes cblas.h or oneDNN's headers).
+// in float and double, the OpenBLAS kernel report, and the precision and engine of float
+// products: fp32 through OpenBLAS's sgemm (or oneDNN's fp32 matmul for decoding's few-row
+// products), or bf16 operands through oneDNN's matmul (blas_onednn.cpp; no other file includes
+// cblas.h or oneDNN's headers).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,27 @@ std::string bf16_unsupported_reason();
 // The instruction set oneDNN's kernels use on this CPU ("avx512_core_bf16", "avx512_core_amx").
 std::string onednn_isa();
 
+// The library gemm<float> runs fp32 products on (precision() == kFp32), process-wide. OpenBLAS's
+// sgemm by default: training's products have thousands of rows, where sgemm runs at its peak.
+// A decoder step's products have one row per sentence or beam; oneDNN's fp32 matmul runs those
+// faster (its brgemm kernels on AVX-512 pack the weight in smaller panels; the decode_gemm rows of
+// docs/results/bench.md), so DecoderState::step selects it while it runs. Strided batches
+// (attention), double products and bf16 products are unaffected. Results differ from sgemm's
+// only in rounding (another summation order); each engine is deterministic.
+enum class Fp32Engine { kOpenBlas, kOneDnn };
+Fp32Engine fp32_engine();
+// Selects `engine` for gemm<float> until destroyed, then restores the engine it found.
+class Fp32EngineScope {
+ public:
+  explicit Fp32EngineScope(Fp32Engine engine);
+  ~Fp32EngineScope();
+  Fp32EngineScope(const Fp32EngineScope&) = delete;
+  Fp32EngineScope& operator=(const Fp32EngineScope&) = delete;
+
+ private:
+  Fp32Engine previous_;
+};
+
 // C(M,N) = alpha * op(A) op(B) + beta * C, row-major; op(A) is (M,K), op(B) is (K,N).
 // lda/ldb/ldc are the row strides of A, B, C as stored.
 template <typename T>
@@ -55,6 +77,20 @@ void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n,
                                const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
                                int64_t ldc, int64_t stride_c, int64_t batch);
 
+// The float product by oneDNN's fp32 matmul whatever fp32_engine() is, operands read in place
+// (primitives cached as gemm_bf16's, per thread).
+void gemm_onednn_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                     int64_t ldc);
+
+// Whether gemm_onednn_f32 multiplies few rows by a weight W (out x in) faster from W^T stored
+// (in x out) than from W as stored, on this CPU: decoding's vocabulary projection picks its layout
+// by it. oneDNN's brgemm kernels (AVX-512 and newer) read W in place: 32 rows x 512 x 37,000 ran
+// at 91 GFLOP/s from W and 60 from W^T on a Xeon with AMX. Its gemm:jit kernels (AVX2) pack the
+// weight at every call as OpenBLAS does, which packs W^T faster (66 against 47 GFLOP/s on Zen 3).
+// Asks oneDNN which kernel it picks, once.
+bool few_rows_prefer_transposed_weight();
+
 // The same product by three loops: the oracle for tests, never used on the hot path.
 template <typename T>
 void gemm_naive(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
@@ -75,7 +111,8 @@ std::string kernel_warning();
 void set_threads(int threads);
 int threads();
 // The threads gemm<float> runs an (m x k) by (k x n) fp32 product on, here and now: 1 for small
-// products, inside a parallel region and under bf16 (oneDNN threads its own), else up to threads().
+// products, inside a parallel region and on oneDNN (bf16, or the oneDNN fp32 engine: oneDNN
+// threads its own), else up to threads().
 int product_threads(int64_t m, int64_t n, int64_t k);
 // OMP_WAIT_POLICY as the process started with it (libgomp reads it only at load; attnlab sets
 // passive, cluster::settle_thread_environment), or "unset".

@@ -434,7 +434,7 @@ def test_decoding_ceiling_prices_each_product_at_its_measured_rate(tmp_path):
     run["attnlab"][0].update(greedy_s=1.0, greedy_cpu_s=1.0)
     run["torch"][0].update(greedy_s=8.0, greedy_cpu_s=8.0)
     names = ["sgemm_peak/1024x1024x1024"] + [
-        f"base/decode_gemm/{n}" for n in ("projection", "fc1", "fc2", "logits_from_Wt")]
+        f"base/decode_gemm/{n}" for n in ("projection", "fc1", "fc2", "logits")]
     raw["kernels"] = {"1": [{"name": n, "real_time": 1.0, "cpu_time": 1.0, "time_unit": "ms",
                              "FLOPS": 5e10} for n in names]}
     rerun = run_bench.decode_macs("base", run_bench.DECODE_SOURCE, run_bench.NEW_TOKENS,

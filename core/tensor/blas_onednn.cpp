@@ -1,13 +1,15 @@
-// bf16 products through oneDNN's matmul, and the process-wide precision of float products. The
-// only file that includes oneDNN's headers.
+// Products through oneDNN's matmul: bf16 operands (train.precision: bf16) and fp32 ones (the
+// engine decoding selects), and the process-wide precision and engine of float products. The only
+// file that includes oneDNN's headers.
 //
-// Error bound (what tests/tensor/blas_bf16_test.cpp checks): rounding to bf16 (8 significant
+// Error bound (what tests/tensor/blas_onednn_test.cpp checks): rounding to bf16 (8 significant
 // bits) moves each operand by at most u = 2^-8 of itself, so each term a*b moves by at most
 // (2u + u^2)|a||b|, and fp32 accumulation of K terms adds at most about K * 2^-24 * sum |a||b|.
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -19,6 +21,7 @@ namespace attnlab::blas {
 namespace {
 
 Precision g_precision = Precision::kFp32;
+Fp32Engine g_fp32_engine = Fp32Engine::kOpenBlas;
 
 // Rounds to the nearest bf16, ties to even; NaN stays NaN (quiet) rather than rounding to Inf.
 inline uint16_t to_bf16(float value) {
@@ -39,14 +42,15 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void round_matrix(
   }
 }
 
-// trans_a, trans_b, m, n, k, ldc, stride_c, batch, alpha, beta (operands are dense copies, so
-// their leading dimensions follow from the rest).
-using Key =
-    std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, float, float>;
+// Operand type (bf16 copies or fp32 in place), trans_a, trans_b, m, n, k, lda, ldb, ldc,
+// stride_c, batch, alpha, beta.
+using Key = std::tuple<dnnl::memory::data_type, bool, bool, int64_t, int64_t, int64_t, int64_t,
+                       int64_t, int64_t, int64_t, int64_t, float, float>;
 
 // Per thread (products run inside OpenMP regions): oneDNN's engine and stream, the primitives made
-// so far and the operand buffers. Shapes repeat (batch shapes, attention tiles), so the cache is
-// small; it is emptied if a run ever produces more shapes than kMaxPrimitives.
+// so far and the bf16 operand buffers. Shapes repeat (batch shapes, attention tiles, a decoder
+// step's rows), so the cache is small; it is emptied if a run ever produces more shapes than
+// kMaxPrimitives.
 // A primitive with its three memory objects, which only get new data handles per call (creating
 // them would allocate at every product).
 struct Product {
@@ -54,7 +58,7 @@ struct Product {
   dnnl::memory a, b, c;
 };
 
-struct Bf16Context {
+struct OneDnnContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::map<Key, Product> primitives;
@@ -62,8 +66,8 @@ struct Bf16Context {
 };
 constexpr size_t kMaxPrimitives = 4096;
 
-Bf16Context& context() {
-  thread_local Bf16Context ctx;
+OneDnnContext& context() {
+  thread_local OneDnnContext ctx;
   return ctx;
 }
 
@@ -76,10 +80,51 @@ dnnl::memory::desc matrix_desc(int64_t batch, int64_t rows, int64_t cols, bool t
       transposed ? dnnl::memory::dims{stride, 1, ld} : dnnl::memory::dims{stride, ld, 1});
 }
 
+// C = alpha * A B + beta * C by the cached primitive for `key` (made from the descriptors the
+// first time), on operands at a, b and c.
+void run_product(const Key& key, const dnnl::memory::desc& a_desc, const void* a,
+                 const dnnl::memory::desc& b_desc, const void* b, const dnnl::memory::desc& c_desc,
+                 float* c) {
+  OneDnnContext& ctx = context();
+  auto found = ctx.primitives.find(key);
+  if (found == ctx.primitives.end()) {
+    if (ctx.primitives.size() >= kMaxPrimitives) ctx.primitives.clear();
+    const float alpha = std::get<11>(key), beta = std::get<12>(key);
+    dnnl::primitive_attr attr;
+    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    if (beta != 0.0f) {
+      dnnl::post_ops ops;
+      ops.append_sum(beta);
+      attr.set_post_ops(ops);
+    }
+    const dnnl::matmul::primitive_desc desc(dnnl::matmul::desc(a_desc, b_desc, c_desc), attr,
+                                            ctx.engine);
+    Product product{dnnl::matmul(desc), dnnl::memory(a_desc, ctx.engine, DNNL_MEMORY_NONE),
+                    dnnl::memory(b_desc, ctx.engine, DNNL_MEMORY_NONE),
+                    dnnl::memory(c_desc, ctx.engine, DNNL_MEMORY_NONE)};
+    found = ctx.primitives.emplace(key, std::move(product)).first;
+  }
+  Product& product = found->second;
+  // oneDNN reads A and B only; its memory objects take a non-const handle.
+  product.a.set_data_handle(const_cast<void*>(a));
+  product.b.set_data_handle(const_cast<void*>(b));
+  product.c.set_data_handle(c);
+  product.matmul.execute(
+      ctx.stream,
+      {{DNNL_ARG_SRC, product.a}, {DNNL_ARG_WEIGHTS, product.b}, {DNNL_ARG_DST, product.c}});
+  ctx.stream.wait();
+}
+
 }  // namespace
 
 void set_precision(Precision precision) { g_precision = precision; }
 Precision precision() { return g_precision; }
+
+Fp32Engine fp32_engine() { return g_fp32_engine; }
+Fp32EngineScope::Fp32EngineScope(Fp32Engine engine) : previous_(g_fp32_engine) {
+  g_fp32_engine = engine;
+}
+Fp32EngineScope::~Fp32EngineScope() { g_fp32_engine = previous_; }
 
 const EnumNames<Precision>& precision_names() {
   static const EnumNames<Precision> names("train.precision",
@@ -118,7 +163,7 @@ void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n,
                                int64_t ldc, int64_t stride_c, int64_t batch) {
   CHECK(m > 0 && n > 0 && k > 0 && batch > 0) << "bf16 gemm needs positive sizes, got m=" << m
                                               << " n=" << n << " k=" << k << " batch=" << batch;
-  Bf16Context& ctx = context();
+  OneDnnContext& ctx = context();
   // Operands as dense bf16 copies in their stored orientation (A is stored k x m when
   // transposed, B n x k), matrix after matrix.
   const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
@@ -132,35 +177,11 @@ void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n,
   }
 
   using dt = dnnl::memory::data_type;
-  const auto a_desc = matrix_desc(batch, m, k, trans_a, dt::bf16, a_cols, a_size);
-  const auto b_desc = matrix_desc(batch, k, n, trans_b, dt::bf16, b_cols, b_size);
-  const auto c_desc = matrix_desc(batch, m, n, false, dt::f32, ldc, stride_c);
-  const Key key{trans_a, trans_b, m, n, k, ldc, stride_c, batch, alpha, beta};
-  auto found = ctx.primitives.find(key);
-  if (found == ctx.primitives.end()) {
-    if (ctx.primitives.size() >= kMaxPrimitives) ctx.primitives.clear();
-    dnnl::primitive_attr attr;
-    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-    if (beta != 0.0f) {
-      dnnl::post_ops ops;
-      ops.append_sum(beta);
-      attr.set_post_ops(ops);
-    }
-    const dnnl::matmul::primitive_desc desc(dnnl::matmul::desc(a_desc, b_desc, c_desc), attr,
-                                            ctx.engine);
-    Product product{dnnl::matmul(desc), dnnl::memory(a_desc, ctx.engine, DNNL_MEMORY_NONE),
-                    dnnl::memory(b_desc, ctx.engine, DNNL_MEMORY_NONE),
-                    dnnl::memory(c_desc, ctx.engine, DNNL_MEMORY_NONE)};
-    found = ctx.primitives.emplace(key, std::move(product)).first;
-  }
-  Product& product = found->second;
-  product.a.set_data_handle(ctx.a.data());
-  product.b.set_data_handle(ctx.b.data());
-  product.c.set_data_handle(c);
-  product.matmul.execute(
-      ctx.stream,
-      {{DNNL_ARG_SRC, product.a}, {DNNL_ARG_WEIGHTS, product.b}, {DNNL_ARG_DST, product.c}});
-  ctx.stream.wait();
+  run_product(
+      Key{dt::bf16, trans_a, trans_b, m, n, k, a_cols, b_cols, ldc, stride_c, batch, alpha, beta},
+      matrix_desc(batch, m, k, trans_a, dt::bf16, a_cols, a_size), ctx.a.data(),
+      matrix_desc(batch, k, n, trans_b, dt::bf16, b_cols, b_size), ctx.b.data(),
+      matrix_desc(batch, m, n, false, dt::f32, ldc, stride_c), c);
 }
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -168,6 +189,36 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
                int64_t ldc) {
   gemm_bf16_strided_batched(trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0,
                             1);
+}
+
+void gemm_onednn_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                     int64_t ldc) {
+  CHECK(m > 0 && n > 0 && k > 0) << "oneDNN fp32 gemm needs positive sizes, got m=" << m
+                                 << " n=" << n << " k=" << k;
+  using dt = dnnl::memory::data_type;
+  // A batch of one matrix, whose batch stride is its stored size.
+  const int64_t a_rows = trans_a ? k : m, b_rows = trans_b ? n : k;
+  run_product(Key{dt::f32, trans_a, trans_b, m, n, k, lda, ldb, ldc, m * ldc, 1, alpha, beta},
+              matrix_desc(1, m, k, trans_a, dt::f32, lda, a_rows * lda), a,
+              matrix_desc(1, k, n, trans_b, dt::f32, ldb, b_rows * ldb), b,
+              matrix_desc(1, m, n, false, dt::f32, ldc, m * ldc), c);
+}
+
+bool few_rows_prefer_transposed_weight() {
+  static const bool transposed = [] {
+    using dt = dnnl::memory::data_type;
+    // A decoder step's vocabulary projection on the paper's base (32 sentences, d_model 512).
+    const int64_t m = 32, n = 37000, k = 512;
+    const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    const dnnl::matmul::primitive_desc desc(
+        dnnl::matmul::desc(matrix_desc(1, m, k, false, dt::f32, k, m * k),
+                           matrix_desc(1, k, n, true, dt::f32, k, n * k),
+                           matrix_desc(1, m, n, false, dt::f32, n, m * n)),
+        engine);
+    return std::string(desc.impl_info_str()).rfind("brg", 0) != 0;
+  }();
+  return transposed;
 }
 
 }  // namespace attnlab::blas

@@ -1,15 +1,17 @@
-// bf16 products (oneDNN) against a double three-loop reference on odd shapes, padded leading
-// dimensions, all four transpositions, alpha != 1 and beta in {0, 1}; the precision switch of
-// gemm<float>; and the CPU check that refuses bf16 where the CPU has no native bfloat16.
+// oneDNN's products against a double three-loop reference on odd shapes, padded leading
+// dimensions, all four transpositions, alpha != 1 and beta in {0, 1}: bf16 operands, and fp32 ones
+// (the engine decoding selects); the precision switch and the engine scope of gemm<float>; and the
+// CPU check that refuses bf16 where the CPU has no native bfloat16.
 //
-// Bound (derived in core/tensor/blas_bf16.cpp): with u = 2^-8 (bf16 keeps 8 significant bits)
+// Bound (derived in core/tensor/blas_onednn.cpp): with u = 2^-8 (bf16 keeps 8 significant bits)
 //   |C - C_exact| <= |alpha| * (2u + u^2 + (K + 2) * 2^-24) * sum_p |a_ip||b_pj|
 //                    + 2^-23 * (|alpha * (AB)_ij| + |beta * C0_ij|)
 // and, so that a silent fp32 path cannot pass, some element must miss C_exact by more than
-// fp32's own bound (K + 2) * 2^-24 * sum |a||b|.
+// fp32's own bound (K + 2) * 2^-24 * sum |a||b|. fp32 operands: the same bound with u = 0.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -39,12 +41,11 @@ class Bf16Gemm : public ::testing::Test {
 };
 
 // One product C = alpha op(A) op(B) + beta C0 against the double reference: every element within
-// the bound above, the padding columns of C untouched. Returns whether some element missed by
-// more than fp32's own bound.
+// the bound above for operands rounded by at most u (bf16: 2^-8; fp32 operands: 0), the padding
+// columns of C untouched. Returns whether some element missed by more than fp32's own bound.
 bool check_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                    int64_t lda, const float* b, int64_t ldb, float beta, const float* c0,
-                   const float* c, int64_t ldc) {
-  const double u = std::ldexp(1.0, -8);
+                   const float* c, int64_t ldc, double u = std::ldexp(1.0, -8)) {
   bool beyond_fp32 = false;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
@@ -71,30 +72,63 @@ bool check_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alph
   return beyond_fp32;
 }
 
-TEST_F(Bf16Gemm, MatchesDoubleReferenceWithinTheBf16Bound) {
-  std::mt19937 rng(7);
-  for (const Case& shape :
-       {Case{1, 1, 1}, Case{3, 5, 7}, Case{17, 33, 65}, Case{64, 48, 129}, Case{130, 9, 300}}) {
+// One product of a case: operands stored with 3 columns of padding, so leading dimensions exceed
+// the widths.
+struct Product {
+  bool ta, tb;
+  int64_t m, n, k, lda, ldb, ldc;
+  float alpha, beta;
+  std::vector<float> a, b, c0;
+};
+
+// Calls `check` on every shape in all four transpositions, with (alpha, beta) = (1, 0) and
+// (0.35, 1).
+template <typename Check>
+void for_each_product(std::initializer_list<Case> shapes, uint32_t seed, Check check) {
+  std::mt19937 rng(seed);
+  for (const Case& shape : shapes) {
     for (int transposition = 0; transposition < 4; ++transposition) {
       for (const auto& [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.35f, 1.0f}}) {
-        const bool ta = (transposition & 1) != 0, tb = (transposition & 2) != 0;
-        const int64_t m = shape.m, n = shape.n, k = shape.k;
-        // Stored shapes with 3 columns of padding, so leading dimensions exceed the widths.
-        const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 3, ldc = n + 3;
-        const std::vector<float> a = random_matrix((ta ? k : m) * lda, rng);
-        const std::vector<float> b = random_matrix((tb ? n : k) * ldb, rng);
-        const std::vector<float> c0 = random_matrix(m * ldc, rng);
-        std::vector<float> c = c0;
-        blas::gemm_bf16(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
-        const bool beyond_fp32 = check_product(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb,
-                                               beta, c0.data(), c.data(), ldc);
-        if (k >= 7) {
-          EXPECT_TRUE(beyond_fp32) << "no element of m=" << m << " n=" << n << " k=" << k
-                                   << " misses by more than fp32 would: was it bf16?";
-        }
+        Product p{(transposition & 1) != 0,
+                  (transposition & 2) != 0,
+                  shape.m,
+                  shape.n,
+                  shape.k,
+                  0,
+                  0,
+                  0,
+                  alpha,
+                  beta,
+                  {},
+                  {},
+                  {}};
+        p.lda = (p.ta ? p.m : p.k) + 3;
+        p.ldb = (p.tb ? p.k : p.n) + 3;
+        p.ldc = p.n + 3;
+        p.a = random_matrix((p.ta ? p.k : p.m) * p.lda, rng);
+        p.b = random_matrix((p.tb ? p.n : p.k) * p.ldb, rng);
+        p.c0 = random_matrix(p.m * p.ldc, rng);
+        check(p);
       }
     }
   }
+}
+
+TEST_F(Bf16Gemm, MatchesDoubleReferenceWithinTheBf16Bound) {
+  for_each_product(
+      {Case{1, 1, 1}, Case{3, 5, 7}, Case{17, 33, 65}, Case{64, 48, 129}, Case{130, 9, 300}}, 7,
+      [](const Product& p) {
+        std::vector<float> c = p.c0;
+        blas::gemm_bf16(p.ta, p.tb, p.m, p.n, p.k, p.alpha, p.a.data(), p.lda, p.b.data(), p.ldb,
+                        p.beta, c.data(), p.ldc);
+        const bool beyond_fp32 =
+            check_product(p.ta, p.tb, p.m, p.n, p.k, p.alpha, p.a.data(), p.lda, p.b.data(), p.ldb,
+                          p.beta, p.c0.data(), c.data(), p.ldc);
+        if (p.k >= 7) {
+          EXPECT_TRUE(beyond_fp32) << "no element of m=" << p.m << " n=" << p.n << " k=" << p.k
+                                   << " misses by more than fp32 would: was it bf16?";
+        }
+      });
 }
 
 TEST_F(Bf16Gemm, StridedBatchIsOneCallWithinTheBoundForEveryMatrix) {
@@ -147,6 +181,69 @@ TEST_F(Bf16Gemm, PrecisionSwitchRoutesFloatProductsButNotDouble) {
   EXPECT_EQ(bf16, direct);  // the switch reaches the bf16 product itself
   EXPECT_NE(bf16, fp32);
   for (int64_t i = 0; i < m * n; ++i) EXPECT_NEAR(dd[i], naive[i], 1e-12);
+}
+
+TEST(OneDnnFp32Gemm, MatchesDoubleReferenceWithinTheFp32Bound) {
+  // Decoding's shapes are few rows by wide weights; the odd ones reach partial tiles.
+  for_each_product(
+      {Case{1, 1, 1}, Case{3, 5, 7}, Case{32, 130, 64}, Case{17, 33, 65}, Case{130, 9, 300}}, 5,
+      [](const Product& p) {
+        std::vector<float> c = p.c0;
+        blas::gemm_onednn_f32(p.ta, p.tb, p.m, p.n, p.k, p.alpha, p.a.data(), p.lda, p.b.data(),
+                              p.ldb, p.beta, c.data(), p.ldc);
+        // Every element within the bound (checked inside); which of them pass fp32's own bound
+        // without the alpha and beta roundings does not matter here.
+        static_cast<void>(check_product(p.ta, p.tb, p.m, p.n, p.k, p.alpha, p.a.data(), p.lda,
+                                        p.b.data(), p.ldb, p.beta, p.c0.data(), c.data(), p.ldc,
+                                        0.0));
+      });
+}
+
+TEST(OneDnnFp32Gemm, EngineScopeRoutesFloatProductsAndRestoresTheEngineItFound) {
+  std::mt19937 rng(9);
+  const int64_t m = 32, n = 70, k = 48;
+  const std::vector<float> a = random_matrix(m * k, rng), b = random_matrix(n * k, rng);
+  std::vector<float> scoped(m * n), direct(m * n);
+  ASSERT_EQ(blas::fp32_engine(), blas::Fp32Engine::kOpenBlas);  // training's engine by default
+  {
+    const blas::Fp32EngineScope outer(blas::Fp32Engine::kOneDnn);
+    {
+      const blas::Fp32EngineScope inner(blas::Fp32Engine::kOpenBlas);
+      EXPECT_EQ(blas::fp32_engine(), blas::Fp32Engine::kOpenBlas);
+    }
+    EXPECT_EQ(blas::fp32_engine(), blas::Fp32Engine::kOneDnn);
+    EXPECT_EQ(blas::product_threads(4096, 4096, 4096), 1);  // oneDNN threads its own
+    blas::gemm<float>(false, true, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, scoped.data(), n);
+  }
+  EXPECT_EQ(blas::fp32_engine(), blas::Fp32Engine::kOpenBlas);
+  blas::gemm_onednn_f32(false, true, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, direct.data(),
+                        n);
+  EXPECT_EQ(scoped, direct);  // the scope reaches oneDNN's product itself
+}
+
+TEST(OneDnnFp32Gemm, Bf16PrecisionWinsOverTheFp32Engine) {
+  const std::string reason = blas::bf16_unsupported_reason();
+  if (!reason.empty()) GTEST_SKIP() << "bf16 products cannot run here: " << reason;
+  std::mt19937 rng(13);
+  const int64_t m = 8, n = 20, k = 40;
+  const std::vector<float> a = random_matrix(m * k, rng), b = random_matrix(k * n, rng);
+  std::vector<float> routed(m * n), bf16(m * n);
+  {
+    const blas::Fp32EngineScope scope(blas::Fp32Engine::kOneDnn);
+    blas::set_precision(blas::Precision::kBf16);
+    blas::gemm<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, routed.data(),
+                      n);
+    blas::set_precision(blas::Precision::kFp32);
+  }
+  blas::gemm_bf16(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, bf16.data(), n);
+  EXPECT_EQ(routed, bf16);  // a bf16 run decodes in bf16
+}
+
+TEST(OneDnnFp32Gemm, WeightLayoutFollowsTheKernelOneDnnPicks) {
+  // oneDNN 2.6 runs fp32 matmul on brgemm kernels from AVX-512 on (they read W in place) and on
+  // gemm:jit below it (which packs W^T faster, as OpenBLAS does).
+  const std::string isa = blas::onednn_isa();
+  EXPECT_EQ(blas::few_rows_prefer_transposed_weight(), isa.rfind("avx512", 0) != 0) << isa;
 }
 
 TEST(Bf16Support, NamesWhatTheCpuLacksAndHas) {
