@@ -5,6 +5,9 @@
 // Error bound (what tests/tensor/blas_onednn_test.cpp checks): rounding to bf16 (8 significant
 // bits) moves each operand by at most u = 2^-8 of itself, so each term a*b moves by at most
 // (2u + u^2)|a||b|, and fp32 accumulation of K terms adds at most about K * 2^-24 * sum |a||b|.
+#include <omp.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -65,6 +68,10 @@ struct OneDnnContext {
   std::vector<uint16_t> a, b;
 };
 constexpr size_t kMaxPrimitives = 4096;
+// Operand rounding goes parallel from this many elements (a parallel region's wake-up costs about
+// as much as rounding 10^5 elements), in blocks of this many rows of one matrix.
+constexpr int64_t kParallelMinRounding = int64_t{1} << 18;
+constexpr int64_t kRoundBlockRows = 16;
 
 OneDnnContext& context() {
   thread_local OneDnnContext ctx;
@@ -171,9 +178,29 @@ void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n,
   const int64_t a_size = a_rows * a_cols, b_size = b_rows * b_cols;
   if (ctx.a.size() < static_cast<size_t>(batch * a_size)) ctx.a.resize(batch * a_size);
   if (ctx.b.size() < static_cast<size_t>(batch * b_size)) ctx.b.resize(batch * b_size);
-  for (int64_t i = 0; i < batch; ++i) {
-    round_matrix(a + i * stride_a, a_rows, a_cols, lda, ctx.a.data() + i * a_size);
-    round_matrix(b + i * stride_b, b_rows, b_cols, ldb, ctx.b.data() + i * b_size);
+  // The copies are on the critical path of every product (the matmul threads its own), so large
+  // ones are split over the threads in blocks of kRoundBlockRows rows of one matrix: a training
+  // step's logits gradient alone is 2,048 x 37,000 elements on base.
+  const int64_t a_blocks = (a_rows + kRoundBlockRows - 1) / kRoundBlockRows;
+  const int64_t b_blocks = (b_rows + kRoundBlockRows - 1) / kRoundBlockRows;
+  const int64_t blocks = batch * (a_blocks + b_blocks);
+  const bool parallel =
+      threads() > 1 && batch * (a_size + b_size) >= kParallelMinRounding && !omp_in_parallel();
+  uint16_t* a_copy = ctx.a.data();
+  uint16_t* b_copy = ctx.b.data();
+#pragma omp parallel for schedule(static) num_threads(threads()) if (parallel)
+  for (int64_t block = 0; block < blocks; ++block) {
+    const int64_t i = block / (a_blocks + b_blocks), j = block % (a_blocks + b_blocks);
+    const bool of_a = j < a_blocks;
+    const int64_t first = (of_a ? j : j - a_blocks) * kRoundBlockRows;
+    const int64_t rows = std::min(kRoundBlockRows, (of_a ? a_rows : b_rows) - first);
+    if (of_a) {
+      round_matrix(a + i * stride_a + first * lda, rows, a_cols, lda,
+                   a_copy + i * a_size + first * a_cols);
+    } else {
+      round_matrix(b + i * stride_b + first * ldb, rows, b_cols, ldb,
+                   b_copy + i * b_size + first * b_cols);
+    }
   }
 
   using dt = dnnl::memory::data_type;

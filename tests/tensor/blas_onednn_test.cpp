@@ -163,6 +163,40 @@ TEST_F(Bf16Gemm, StridedBatchIsOneCallWithinTheBoundForEveryMatrix) {
   }
 }
 
+TEST_F(Bf16Gemm, OperandsLargeEnoughToRoundOnSeveralThreadsStayWithinTheBound) {
+  // Above 2^18 operand elements the rounding is split over the threads in blocks of 16 rows of one
+  // matrix; rows that are not a multiple of 16 end in a partial block. One product, then a batch.
+  const int previous_threads = blas::threads();
+  blas::set_threads(2);
+  std::mt19937 rng(17);
+  for (const bool ta : {false, true}) {
+    const int64_t m = 521, n = 37, k = 509;
+    const int64_t lda = (ta ? m : k) + 1, ldb = n, ldc = n;
+    const std::vector<float> a = random_matrix((ta ? k : m) * lda, rng);
+    const std::vector<float> b = random_matrix(k * ldb, rng);
+    const std::vector<float> c0(m * ldc, 0.0f);
+    std::vector<float> c = c0;
+    blas::gemm_bf16(ta, false, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), ldc);
+    EXPECT_TRUE(check_product(ta, false, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
+                              c0.data(), c.data(), ldc))
+        << "ta=" << ta << " looks fp32";
+  }
+  const int64_t batch = 4, m = 130, n = 150, k = 300;
+  const std::vector<float> a = random_matrix(batch * m * k, rng);
+  const std::vector<float> b = random_matrix(batch * k * n, rng);
+  const std::vector<float> c0(batch * m * n, 0.0f);
+  std::vector<float> c = c0;
+  blas::gemm_bf16_strided_batched(false, false, m, n, k, 1.0f, a.data(), k, m * k, b.data(), n,
+                                  k * n, 0.0f, c.data(), n, m * n, batch);
+  for (int64_t i = 0; i < batch; ++i) {
+    EXPECT_TRUE(check_product(false, false, m, n, k, 1.0f, a.data() + i * m * k, k,
+                              b.data() + i * k * n, n, 0.0f, c0.data() + i * m * n,
+                              c.data() + i * m * n, n))
+        << "matrix " << i << " looks fp32";
+  }
+  blas::set_threads(previous_threads);
+}
+
 TEST_F(Bf16Gemm, PrecisionSwitchRoutesFloatProductsButNotDouble) {
   std::mt19937 rng(3);
   const int64_t m = 9, n = 11, k = 40;
