@@ -218,6 +218,23 @@ def check_schema(attrs, path):
                             f"version {', '.join(map(str, SCHEMA_VERSIONS))})")
 
 
+def pending_splits(run):
+    """eval.decode_splits a completed run has not yet decoded at the step of its final parameters
+    (best_step for eval.checkpoint best, else steps), as core/io/run_log.h's
+    RunContents::pending_splits says: `attnlab train` decodes them after writing "completed", so
+    such a run was stopped before it was done. [] for a run that is not completed."""
+    if run.status != RunStatus.COMPLETED:
+        return []
+    final = run.summary.get("best_step" if run.config.get("eval.checkpoint") == "best"
+                            else "steps")
+    pending = []
+    for split in run.config.get("eval.decode_splits") or []:
+        step = run.decodings.get(f"eval_{split}", {}).get("step")
+        if final is None or step is None or int(step) != int(final):
+            pending.append(split)
+    return pending
+
+
 def read_run(path, with_attention=True):
     """Everything in one run file. AnalysisError for a file that is unreadable (truncated,
     not HDF5, or so damaged that reading it crashes HDF5), not an attnlab run, or of a schema

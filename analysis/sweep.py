@@ -17,7 +17,7 @@ import pandas as pd
 from analysis.convergence import FAILED, IMPROVING, assess_run
 from analysis.errors import AnalysisError
 from analysis.manifest import read_manifest
-from analysis.runfile import RunStatus, read_run
+from analysis.runfile import RunStatus, pending_splits, read_run
 from analysis.source_attention import dev_cross_attention
 
 MANIFEST = "manifest.yaml"
@@ -36,6 +36,8 @@ class LoadStatus(enum.StrEnum):
     MISSING = "missing"
     UNREADABLE = "unreadable"
     DAMAGED = "damaged"
+    # Training completed, but eval.decode_splits are not all decoded (runfile.pending_splits).
+    UNDECODED = "undecoded"
 
 
 @dataclasses.dataclass
@@ -230,9 +232,21 @@ def _mark_half_written(record, loaded, notes):
                  + "; ".join(loaded.damaged))
 
 
+def _mark_undecoded(record, loaded, notes):
+    """A run stopped while decoding its eval.decode_splits is not done: its file says completed,
+    its status here says undecoded (left out of every mean) and a note names the splits."""
+    pending = pending_splits(loaded)
+    if not pending:
+        return
+    record["status"] = LoadStatus.UNDECODED.value
+    notes.append(f"training completed but {', '.join(pending)} not decoded (training the run "
+                 f"again decodes them), left out of every mean: {record['name']} "
+                 f"(id {record['run_id']})")
+
+
 def _load_from_manifest(directory, manifest, with_attention, unigram_ppl=None):
     records, data, rows, order, notes_damaged = [], {}, {}, [], []
-    notes_half_written = []
+    notes_incomplete = []
     for run in manifest.runs:
         record = _run_record(run.id, run.name, run.row, run.group, run.seed,
                              directory / run.id / RUN_FILE)
@@ -254,7 +268,8 @@ def _load_from_manifest(directory, manifest, with_attention, unigram_ppl=None):
             else:
                 data[run.id] = loaded
                 _merge_run(record, loaded, unigram_ppl)
-                _mark_half_written(record, loaded, notes_half_written)
+                _mark_half_written(record, loaded, notes_incomplete)
+                _mark_undecoded(record, loaded, notes_incomplete)
         records.append(record)
     declared = {run.id for run in manifest.runs}
     extra = sorted(p.parent.name for p in directory.glob(f"*/{RUN_FILE}")
@@ -264,7 +279,7 @@ def _load_from_manifest(directory, manifest, with_attention, unigram_ppl=None):
             raise AnalysisError(f"{manifest.path}: row {key} is compared with "
                                 f"'{rows[key].versus}', which the manifest does not list")
     notes = [f"unreadable run file, left out of every mean: {line}" for line in notes_damaged]
-    notes += notes_half_written
+    notes += notes_incomplete
     if extra:
         notes.append("run directories not in the manifest (left out): " + ", ".join(extra))
     return records, data, [rows[k] for k in order], notes

@@ -71,6 +71,8 @@ RunProgress progress_of(const io::RunContents& run) {
   progress.final_dev_ppl = summary("final_dev_ppl");
   progress.train_seconds = summary("train_seconds");
   progress.dev_cross_attention = summary("dev_cross_attention_entropy");
+  progress.pending_splits = run.pending_splits();
+  if (!progress.pending_splits.empty()) progress.state = RunState::kRunning;
   return progress;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/io/run_log.h"
 #include "core/util/enum_names.h"
@@ -47,6 +48,10 @@ struct RunProgress {
   // /summary dev_cross_attention_entropy of a completed run: decoder-encoder attention entropy
   // over the dev set relative to uniform (1: the decoder ignores its source).
   std::optional<double> dev_cross_attention;
+  // eval.decode_splits a run whose training completed has still to decode
+  // (io::RunContents::pending_splits); while any is left the run is running (its trainer decodes
+  // them) or interrupted (training it again decodes them), not completed.
+  std::vector<std::string> pending_splits;
 };
 
 // State, last step, train.steps and the last dev perplexity and accuracy of <run_dir>/run.h5,

@@ -372,6 +372,33 @@ std::optional<StopReason> RunContents::stop_reason() const {
   return stop_reason_names().parse(found->second);
 }
 
+std::vector<std::string> RunContents::pending_splits() const {
+  std::vector<std::string> pending;
+  if (status != RunStatus::completed) return pending;
+  std::string splits, checkpoint;
+  for (const auto& [key, value] : config) {
+    if (key == "eval.decode_splits") splits = value;
+    if (key == "eval.checkpoint") checkpoint = value;
+  }
+  const auto final_step = summary_numbers.find(checkpoint == "best" ? "best_step" : "steps");
+  // The list as the config stores it: "[dev, test]".
+  std::string split;
+  for (const char c : splits) {
+    if (c == '[' || c == ' ') continue;
+    if (c != ',' && c != ']') {
+      split += c;
+      continue;
+    }
+    const auto decoded = decoded_splits.find(split);
+    if (!split.empty() && (final_step == summary_numbers.end() || decoded == decoded_splits.end() ||
+                           decoded->second != static_cast<int64_t>(final_step->second))) {
+      pending.push_back(split);
+    }
+    split.clear();
+  }
+  return pending;
+}
+
 const std::vector<double>& SeriesData::column(const std::string& name) const {
   auto found = std::find(columns.begin(), columns.end(), name);
   CHECK(found != columns.end()) << "no column '" << name << "' among " << join_names(columns);
@@ -438,6 +465,14 @@ RunContents read_run_in_process(const std::string& path) {
       run.summary_numbers[name] = summary.get_double(name);
     }
   }
+  const std::string prefix = "eval_";
+  for (const std::string& name : root.names()) {
+    if (name.rfind(prefix, 0) != 0) continue;
+    const h5::Group group = root.group(name);
+    if (group.has_attribute("step")) {
+      run.decoded_splits[name.substr(prefix.size())] = group.get_int("step");
+    }
+  }
   return run;
 }
 
@@ -494,6 +529,11 @@ std::string encode(const RunContents& run) {
     out.put_int(static_cast<int64_t>(notes->size()));
     for (const std::string& note : *notes) out.put_string(note);
   }
+  out.put_int(static_cast<int64_t>(run.decoded_splits.size()));
+  for (const auto& [split, step] : run.decoded_splits) {
+    out.put_string(split);
+    out.put_int(step);
+  }
   return out.bytes();
 }
 
@@ -529,6 +569,11 @@ RunContents decode(const std::string& bytes) {
   for (std::vector<std::string>* notes : {&run.damaged, &run.repairs}) {
     const size_t count = in.get_count(sizeof(int64_t));
     for (size_t i = 0; i < count; ++i) notes->push_back(in.get_string());
+  }
+  const size_t splits = in.get_count(2 * sizeof(int64_t));
+  for (size_t i = 0; i < splits; ++i) {
+    std::string split = in.get_string();
+    run.decoded_splits[split] = in.get_int();
   }
   CHECK(in.done()) << "encoded run: " << bytes.size() << " bytes, more than it holds";
   return run;

@@ -146,6 +146,15 @@ struct RunContents {
   // are not in train/eval. A resume drops them and records it in `repairs`.
   std::vector<std::string> damaged;
   std::vector<std::string> repairs;  // the root attribute `repairs`
+  // The step of the parameters each /eval_<split> group scored (eval.decode_splits, `attnlab
+  // eval`), by split; a group a kill left without its step is not here.
+  std::map<std::string, int64_t> decoded_splits;
+
+  // eval.decode_splits that a completed run has not yet decoded at the step of its final
+  // parameters (best_step for eval.checkpoint best, else steps), as `attnlab train` decodes them
+  // after completion: a run killed while decoding them is not done, and training it again
+  // decodes what is missing. Empty for a run that is not completed.
+  std::vector<std::string> pending_splits() const;
 
   // /summary stop_reason; nullopt when the run has not stopped yet. A name outside the table is
   // an Error naming the value and the names expected.

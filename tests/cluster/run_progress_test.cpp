@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/cluster/local_launcher.h"
+#include "core/io/h5.h"
 #include "core/util/exit_code.h"
 #include "tests/cluster/cluster_testing.h"
 
@@ -77,6 +79,65 @@ TEST(RunProgress, EveryStateFromTheRunDirectory) {
   const RunProgress unreadable = read_run_progress(damaged.path());
   EXPECT_EQ(unreadable.state, RunState::kDamaged);
   EXPECT_NE(unreadable.problem.find("run.h5"), std::string::npos) << unreadable.problem;
+}
+
+// A completed run with eval.decode_splits: `attnlab train` decodes them after writing
+// "completed", so until each /eval_<split> scored the final parameters the run is not done.
+void write_completed(const std::string& dir, const std::string& checkpoint) {
+  io::RunInfo info;
+  info.run_id = "r";
+  io::RunLog log = io::RunLog::create(dir + "/run.h5", info,
+                                      {{"train.steps", "40"},
+                                       {"eval.decode_splits", "[dev, test]"},
+                                       {"eval.checkpoint", checkpoint}});
+  log.append_train({{"step", 40.0}, {"loss", 2.0}});
+  log.set_summary("steps", 40.0);
+  log.set_summary("best_step", 25.0);
+  log.set_stop_reason(io::StopReason::kSteps);
+  log.set_status(io::RunStatus::completed);
+}
+
+void write_decoded(const std::string& dir, const std::string& split, int64_t step) {
+  h5::File file = h5::File::open_unlocked(dir + "/run.h5", h5::Access::write);
+  file.root().require_group("eval_" + split).set_int("step", step);
+}
+
+TEST(RunProgress, ACompletedRunIsDoneOnlyOnceItsSplitsAreDecoded) {
+  testing::TempDir dir;
+  write_completed(dir.path(), "newest");
+  // Killed before decoding anything: the file says completed, the run is not done; with no
+  // trainer left it is interrupted, which a sweep trains again (and that decodes the splits).
+  RunProgress progress = read_run_progress(dir.path());
+  EXPECT_EQ(progress.state, RunState::kInterrupted);
+  EXPECT_TRUE(resumable(progress.state));
+  EXPECT_EQ(progress.pending_splits, (std::vector<std::string>{"dev", "test"}));
+  EXPECT_EQ(progress_of(io::read_run(dir.path() + "/run.h5")).state, RunState::kRunning);
+  write_decoded(dir.path(), "dev", 40);
+  // A group that scored other parameters, or one a kill left without its step, does not count.
+  write_decoded(dir.path(), "test", 30);
+  {
+    h5::File file = h5::File::open_unlocked(dir.path() + "/run.h5", h5::Access::write);
+    file.root().require_group("eval_other");
+  }
+  progress = read_run_progress(dir.path());
+  EXPECT_EQ(progress.state, RunState::kInterrupted);
+  EXPECT_EQ(progress.pending_splits, (std::vector<std::string>{"test"}));
+  // A decoding that ended in an error is a failed run, as a failed launch always is.
+  write_text(dir.path() + "/" + kLastExitFile, std::to_string(kExitFailure) + "\n");
+  EXPECT_EQ(read_run_progress(dir.path()).state, RunState::kFailed);
+  write_decoded(dir.path(), "test", 40);
+  progress = read_run_progress(dir.path());
+  EXPECT_EQ(progress.state, RunState::kCompleted);
+  EXPECT_TRUE(progress.pending_splits.empty());
+
+  // eval.checkpoint best: the final parameters are those of best_step.
+  testing::TempDir best;
+  write_completed(best.path(), "best");
+  write_decoded(best.path(), "dev", 40);
+  write_decoded(best.path(), "test", 25);
+  EXPECT_EQ(read_run_progress(best.path()).pending_splits, (std::vector<std::string>{"dev"}));
+  write_decoded(best.path(), "dev", 25);
+  EXPECT_EQ(read_run_progress(best.path()).state, RunState::kCompleted);
 }
 
 TEST(RunProgress, StateNames) {
