@@ -118,6 +118,9 @@ SIDE_BY_SIDE = {
     "editions": ("analysis.editions", ("docs/results/table3-plateau/runs",
                                        "docs/results/table3-budget/runs"),
                  "docs/results/table3-budget", ("editions.md", "editions.csv")),
+    "precision-replica": ("analysis.precision_replica", ("docs/results/table3-budget/runs",
+                                                         "docs/results/table3-budget-bf16/runs"),
+                          "docs/results/table3-budget-bf16", ("replica.md", "replica.csv")),
 }
 
 
