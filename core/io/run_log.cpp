@@ -469,7 +469,8 @@ RunContents read_run_in_process(const std::string& path) {
   for (const std::string& name : root.names()) {
     if (name.rfind(prefix, 0) != 0) continue;
     const h5::Group group = root.group(name);
-    if (group.has_attribute("step")) {
+    // An integer step, as split_eval writes it; anything else is not a decoding of ours.
+    if (group.has_attribute("step") && group.attribute_type("step") == h5::ValueType::integer) {
       run.decoded_splits[name.substr(prefix.size())] = group.get_int("step");
     }
   }
