@@ -237,12 +237,11 @@ bool few_rows_prefer_transposed_weight() {
     using dt = dnnl::memory::data_type;
     // A decoder step's vocabulary projection on the paper's base (32 sentences, d_model 512).
     const int64_t m = 32, n = 37000, k = 512;
-    const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
     const dnnl::matmul::primitive_desc desc(
         dnnl::matmul::desc(matrix_desc(1, m, k, false, dt::f32, k, m * k),
                            matrix_desc(1, k, n, true, dt::f32, k, n * k),
                            matrix_desc(1, m, n, false, dt::f32, n, m * n)),
-        engine);
+        context().engine);
     return std::string(desc.impl_info_str()).rfind("brg", 0) != 0;
   }();
   return transposed;
