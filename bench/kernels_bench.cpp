@@ -49,7 +49,7 @@ std::vector<int32_t> random_tokens(int64_t count, int64_t vocab, uint64_t seed) 
 // blas::gemm_bf16 (its operand rounding included, as the model pays it).
 // The engine a float product runs on: gemm<float> as training runs it (OpenBLAS), bf16 operands,
 // or gemm<float> under the oneDNN fp32 engine, as a decoder step runs it.
-enum class GemmEngine { kTraining, kBf16, kDecoding };
+enum class GemmEngine { kTraining, kBf16, kDecoding, kDecodingPacked };
 
 void register_gemm(const std::string& name, bool trans_a, bool trans_b, int64_t m, int64_t n,
                    int64_t k, GemmEngine engine = GemmEngine::kTraining) {
@@ -58,8 +58,16 @@ void register_gemm(const std::string& name, bool trans_a, bool trans_b, int64_t 
     std::vector<float> c(static_cast<size_t>(m * n));
     const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
     const bool bf16 = engine == GemmEngine::kBf16;
-    const blas::Fp32EngineScope scope(
-        engine == GemmEngine::kDecoding ? blas::Fp32Engine::kOneDnn : blas::Fp32Engine::kOpenBlas);
+    const bool decoding = engine == GemmEngine::kDecoding || engine == GemmEngine::kDecodingPacked;
+    const blas::Fp32EngineScope scope(decoding ? blas::Fp32Engine::kOneDnn
+                                               : blas::Fp32Engine::kOpenBlas);
+    // A decoder step's products read weights packed once per state: here W = B as stored (n x k).
+    blas::PackedWeights packed;
+    if (engine == GemmEngine::kDecodingPacked) {
+      CHECK(trans_b && !trans_a) << name << ": packed weights are for products x W^T";
+      packed.add(b.data(), n, k);
+    }
+    const blas::PackedWeightsScope packed_scope(packed);
     for (auto _ : state) {
       if (bf16) {
         blas::gemm_bf16(trans_a, trans_b, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
@@ -248,20 +256,21 @@ void register_all(bool bf16) {
       register_gemm(g + "logits_dweight", true, false, c.vocab_size, c.d_model, rows, e);
     }
     // One decoder step of kDecodeBatch sentences: every product has that many rows. decode_gemm
-    // runs them as a step does (the oneDNN fp32 engine), decode_gemm_openblas on training's
-    // engine beside it. The vocabulary projection from W (training's layout) and from W^T, and
-    // decode_gemm/logits from the one decoding reads on this CPU.
-    for (const bool decoding : {true, false}) {
-      const std::string d = p + (decoding ? "decode_gemm/" : "decode_gemm_openblas/");
-      const GemmEngine e = decoding ? GemmEngine::kDecoding : GemmEngine::kTraining;
+    // runs them as a step does (oneDNN's fp32 matmul, weights packed once per state),
+    // decode_gemm_unpacked on the same engine without the packing, and decode_gemm_openblas on
+    // training's engine; the vocabulary projection also from W^T stored, the layout OpenBLAS packs
+    // faster.
+    for (const GemmEngine e :
+         {GemmEngine::kDecodingPacked, GemmEngine::kDecoding, GemmEngine::kTraining}) {
+      const std::string d = p + (e == GemmEngine::kDecodingPacked ? "decode_gemm/"
+                                 : e == GemmEngine::kDecoding     ? "decode_gemm_unpacked/"
+                                                                  : "decode_gemm_openblas/");
       register_gemm(d + "projection", false, true, kDecodeBatch, c.d_model, c.d_model, e);
       register_gemm(d + "fc1", false, true, kDecodeBatch, c.d_ff, c.d_model, e);
       register_gemm(d + "fc2", false, true, kDecodeBatch, c.d_model, c.d_ff, e);
-      register_gemm(d + "logits_from_W", false, true, kDecodeBatch, c.vocab_size, c.d_model, e);
-      register_gemm(d + "logits_from_Wt", false, false, kDecodeBatch, c.vocab_size, c.d_model, e);
-      if (decoding) {
-        register_gemm(d + "logits", false, !blas::few_rows_prefer_transposed_weight(), kDecodeBatch,
-                      c.vocab_size, c.d_model, e);
+      register_gemm(d + "logits", false, true, kDecodeBatch, c.vocab_size, c.d_model, e);
+      if (e != GemmEngine::kDecodingPacked) {
+        register_gemm(d + "logits_from_Wt", false, false, kDecodeBatch, c.vocab_size, c.d_model, e);
       }
     }
     register_attention(p + "attention_fwd/causal", c.sentences, c.heads, c.length, width, true,

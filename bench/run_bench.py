@@ -722,9 +722,9 @@ def report(rows, results, kernels, context):
         "ratio over the FLOP ratio; the target is at least 1 (PyTorch's efficiency). 'per-FLOP "
         "ceiling': the same if attnlab's decoding took only the time of its matrix products at "
         "the rates attnlab_kernels measured for them (a decoder step's products have one row "
-        "per sentence: the decode_gemm rows, on oneDNN's fp32 engine as a decoder step runs "
-        "them, with decode_gemm_openblas beside them for comparison; the source side at the "
-        "sgemm peak), everything "
+        "per sentence: the decode_gemm rows, on oneDNN's fp32 engine with packed weights as a "
+        "decoder step runs them, with decode_gemm_unpacked and decode_gemm_openblas beside them "
+        "for comparison; the source side at the sgemm peak), everything "
         "else free: a target above it cannot be met with these products. The "
         "verdicts use CPU-time ratios, which a shared machine leaves comparable. Beam 4's target "
         "is at least 5x PyTorch on small and base.",

@@ -4,8 +4,7 @@
 #include "core/decode/decoder_state.h"
 
 #include <algorithm>
-
-#include "core/tensor/blas.h"
+#include <type_traits>
 
 namespace attnlab {
 
@@ -19,7 +18,12 @@ DecoderState<T>::DecoderState(Transformer<T>& model, const Batch& source, int64_
   src_padding_ = model.source_padding();
   const int64_t B = batch_, S = src_length_, H = c.heads, K = c.d_k, V = c.d_v;
   model.carve_step(arena_, workspace_, B, S, max_steps);
-  if (blas::few_rows_prefer_transposed_weight()) model.transposed_output_weight(output_weight_t_);
+  if constexpr (std::is_same_v<T, float>) {
+    for (const int index : model.step_weights()) {
+      const TensorView<const float> weight = model.param(index);
+      packed_weights_.add(weight.data(), weight.dim(0), weight.dim(1));
+    }
+  }
   caches_.resize(model.decoder_layers().size());
   for (size_t l = 0; l < caches_.size(); ++l) {
     caches_[l].self = KvCache<T>(B, H, K, V, max_steps);
@@ -35,13 +39,15 @@ TensorView<const T> DecoderState<T>::step(const std::vector<int32_t>& tokens) {
   CHECK(position_ < max_steps_) << "decoder state is full after " << max_steps_ << " steps";
   // Sources hide their padding.
   const ops::AttentionMask cross_mask{src_padding_.data(), false, 0};
-  // Every product of a step has one row per sentence: oneDNN's fp32 engine (blas.h says why).
+  // Every product of a step has one row per sentence: oneDNN's fp32 engine, and the weights
+  // packed for it (blas.h says why).
   const blas::Fp32EngineScope engine(blas::Fp32Engine::kOneDnn);
+  const blas::PackedWeightsScope packed(packed_weights_);
   model_.embed_step(workspace_, tokens.data(), position_);
   for (size_t l = 0; l < caches_.size(); ++l) {
     model_.layer_step(workspace_, static_cast<int64_t>(l), caches_[l], cross_mask);
   }
-  model_.output_step(workspace_, output_weight_t_);
+  model_.output_step(workspace_);
   ++position_;
   return workspace_.logits;
 }

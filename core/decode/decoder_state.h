@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/model/transformer.h"
+#include "core/tensor/blas.h"
 
 namespace attnlab {
 
@@ -32,10 +33,9 @@ class DecoderState {
   int64_t batch_, src_length_, max_steps_, position_ = 0;
   std::vector<uint8_t> src_padding_;   // (B,S)
   std::vector<LayerCache<T>> caches_;  // per decoder layer
-  // The output projection's weight transposed (D,N), made once per state where the vocabulary
-  // projection of a few rows runs faster from it (blas::few_rows_prefer_transposed_weight; else
-  // empty, and the projection reads the weight as stored).
-  std::vector<T> output_weight_t_;
+  // The weights a step multiplies by (Transformer::step_weights), packed once per state for the
+  // few-row products of every step (float only; blas.h says why).
+  blas::PackedWeights packed_weights_;
   Arena<T> arena_;
   StepWorkspace<T> workspace_;  // carved from arena_ for batch_ sentences
 };

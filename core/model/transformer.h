@@ -154,12 +154,13 @@ class Transformer {
   // Layer `index` of the decoder on w.x, appending to cache.self and attending over cache.cross.
   void layer_step(StepWorkspace<T>& w, int64_t index, LayerCache<T>& cache,
                   const ops::AttentionMask& cross_mask);
-  // The output projection's weight transposed, (D,N), into `weight_t` (resized): decoding's
-  // vocabulary projection reads this layout (ops::linear_forward_transposed).
-  void transposed_output_weight(std::vector<T>& weight_t) const;
-  // w.logits = the output projection of the decoder's output: from the current parameters
-  // transposed by transposed_output_weight, or, when weight_t is empty, from the weight as stored.
-  void output_step(StepWorkspace<T>& w, const std::vector<T>& weight_t);
+  // The parameters (indices) of the weights a step multiplies its rows by (layer_step and
+  // output_step): self-attention's four projections, cross-attention's query and output (its keys
+  // and values are in the cache), the FFN's two and the output projection. Decoding packs them
+  // once per state (blas::PackedWeights).
+  std::vector<int> step_weights() const;
+  // w.logits = the output projection of the decoder's output.
+  void output_step(StepWorkspace<T>& w);
   // Fills cache.cross of decoder layer `index` with the keys and values of `memory` (B,S,D), the
   // output of the last encode().
   void fill_cross_cache(int64_t index, TensorView<const T> memory, LayerCache<T>& cache);

@@ -151,27 +151,32 @@ void Transformer<T>::layer_step(StepWorkspace<T>& w, int64_t index, LayerCache<T
 }
 
 template <typename T>
-void Transformer<T>::transposed_output_weight(std::vector<T>& weight_t) const {
-  const TensorView<const T> weight = table_.view(params_.data(), output_weight_);
-  weight_t.resize(static_cast<size_t>(weight.numel()));
-  ops::transpose<T>(TensorView<T>(weight_t.data(), {weight.dim(1), weight.dim(0)}), weight);
+std::vector<int> Transformer<T>::step_weights() const {
+  std::vector<int> weights;
+  for (const LayerParams& layer : decoder_) {
+    for (const SublayerParams& sublayer : layer) {
+      const AttentionParams& a = sublayer.attention;
+      switch (sublayer.kind) {
+        case SublayerKind::kSelfAttention:
+          weights.insert(weights.end(), {a.q_weight, a.k_weight, a.v_weight, a.out_weight});
+          break;
+        case SublayerKind::kCrossAttention:
+          weights.insert(weights.end(), {a.q_weight, a.out_weight});
+          break;
+        case SublayerKind::kFeedForward:
+          weights.insert(weights.end(), {sublayer.ffn.fc1_weight, sublayer.ffn.fc2_weight});
+          break;
+        case SublayerKind::kStackNorm: break;
+      }
+    }
+  }
+  weights.push_back(output_weight_);
+  return weights;
 }
 
 template <typename T>
-void Transformer<T>::output_step(StepWorkspace<T>& w, const std::vector<T>& weight_t) {
-  const int64_t D = config_.d_model, N = config_.vocab_size;
-  CHECK(weight_t.empty() || static_cast<int64_t>(weight_t.size()) == D * N)
-      << "output_step: the transposed output weight has " << weight_t.size()
-      << " elements, the model's has " << D * N;
-  TensorView<const T> x = w.layers.back().back().out;
-  const TensorView<const T> rows = x.reshape({x.numel() / D, D});
-  TensorView<const T> bias = output_bias_ >= 0 ? in(param(output_bias_)) : TensorView<const T>();
-  if (weight_t.empty()) {
-    ops::linear_forward<T>(w.logits, rows, table_.view(params_.data(), output_weight_), bias);
-  } else {
-    ops::linear_forward_transposed<T>(w.logits, rows, TensorView<const T>(weight_t.data(), {D, N}),
-                                      bias);
-  }
+void Transformer<T>::output_step(StepWorkspace<T>& w) {
+  output_forward(w.logits, w.layers.back().back().out);
 }
 
 template <typename T>
@@ -315,8 +320,8 @@ void Transformer<T>::backward() {
   template void Transformer<T>::embed_step(StepWorkspace<T>&, const int32_t*, int64_t);      \
   template void Transformer<T>::layer_step(StepWorkspace<T>&, int64_t, LayerCache<T>&,       \
                                            const ops::AttentionMask&);                       \
-  template void Transformer<T>::transposed_output_weight(std::vector<T>&) const;             \
-  template void Transformer<T>::output_step(StepWorkspace<T>&, const std::vector<T>&);       \
+  template std::vector<int> Transformer<T>::step_weights() const;                            \
+  template void Transformer<T>::output_step(StepWorkspace<T>&);                              \
   template void Transformer<T>::fill_cross_cache(int64_t, TensorView<const T>, LayerCache<T>&);
 
 ATTNLAB_INSTANTIATE_PASSES(float)

@@ -35,19 +35,6 @@ void linear_backward(TensorView<T> dinp,          // (M,I), assigned (or += if a
                      TensorView<const T> inp,     // (M,I)
                      TensorView<const T> weight,  // (O,I)
                      bool accumulate = false);
-// out = inp W^T + b with W given transposed, weight_t = W^T stored (in_features, out_features).
-// The same product as linear_forward: OpenBLAS 0.3.21 and oneDNN's gemm:jit (AVX2) re-pack the
-// weight at every call and pack this layout faster, which matters when few rows meet a large
-// weight (decoding's vocabulary projection: 32 rows x 512 x 37,000 ran at 67 instead of 47
-// GFLOP/s on Zen 3; blas::few_rows_prefer_transposed_weight says where to use it).
-template <typename T>
-void linear_forward_transposed(TensorView<T> out,             // (M,O)
-                               TensorView<const T> inp,       // (M,I)
-                               TensorView<const T> weight_t,  // (I,O)
-                               TensorView<const T> bias);     // (O) or empty
-// dst (C,R) = src (R,C) transposed.
-template <typename T>
-void transpose(TensorView<T> dst, TensorView<const T> src);
 
 // ---- embedding (embedding.cpp): out[m] = scale * table[tokens[m]] (scale = sqrt(D) in the paper).
 template <typename T>

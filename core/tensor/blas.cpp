@@ -98,6 +98,10 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
                  int64_t ldc) {
   check_gemm_args(m, n, k);
   if (m == 0 || n == 0) return;
+  if (const PackedWeights::Pack* packed = k > 0 ? packed_weight(b, trans_b, n, k, ldb) : nullptr) {
+    gemm_packed(trans_a, m, alpha, a, lda, *packed, beta, c, ldc);
+    return;
+  }
   if (precision() == Precision::kBf16 && k > 0) {
     gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;

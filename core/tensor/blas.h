@@ -1,12 +1,14 @@
 // The only door to BLAS: row-major GEMM (optionally transposed, optionally over strided batches)
 // in float and double, the OpenBLAS kernel report, and the precision and engine of float
 // products: fp32 through OpenBLAS's sgemm (or oneDNN's fp32 matmul for decoding's few-row
-// products), or bf16 operands through oneDNN's matmul (blas_onednn.cpp; no other file includes
-// cblas.h or oneDNN's headers).
+// products, with weights packed once where they repeat), or bf16 operands through oneDNN's matmul
+// (blas_onednn.cpp; no other file includes cblas.h or oneDNN's headers).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "core/util/enum_names.h"
 
@@ -83,13 +85,60 @@ void gemm_onednn_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
                      const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                      int64_t ldc);
 
-// Whether gemm_onednn_f32 multiplies few rows by a weight W (out x in) faster from W^T stored
-// (in x out) than from W as stored, on this CPU: decoding's vocabulary projection picks its layout
-// by it. oneDNN's brgemm kernels (AVX-512 and newer) read W in place: 32 rows x 512 x 37,000 ran
-// at 91 GFLOP/s from W and 60 from W^T on a Xeon with AMX. Its gemm:jit kernels (AVX2) pack the
-// weight at every call as OpenBLAS does, which packs W^T faster (66 against 47 GFLOP/s on Zen 3).
-// Asks oneDNN which kernel it picks, once.
-bool few_rows_prefer_transposed_weight();
+// Weights copied once into the layout oneDNN's matmul reads fastest, for many products of a few
+// rows by the same weights: a decoder step's, with one row per sentence or beam. Unpacked, each
+// such product re-packs its weight (oneDNN and OpenBLAS alike): at one thread on a Xeon with
+// AVX-512, base's 32-row projections ran at 130 GFLOP/s from W and 171 packed, its FFN products
+// at 116 and 141 (attnlab_kernels' decode_gemm_unpacked and decode_gemm rows); in bf16 packing
+// also spares every step the rounding of its weights (base's greedy decoding took half the time).
+// oneDNN picks the layout: blocked on AVX-512 (brgemm), W^T as a plain matrix on AVX2 (gemm:jit). A
+// product x W^T (gemm<float> with trans_b, B = W as stored) whose W is in the set active in a
+// PackedWeightsScope reads the packed copy instead, in the precision the set was packed in (bf16
+// packs the rounded operands, so no product re-rounds its weight). A copy is taken when a weight is
+// added: it must not change while the set is used. Float only.
+class PackedWeights {
+ public:
+  struct Pack;  // a packed copy and its layout (blas_onednn.cpp)
+
+  PackedWeights();
+  ~PackedWeights();
+  PackedWeights(PackedWeights&&) noexcept;
+  PackedWeights& operator=(PackedWeights&&) noexcept;
+
+  // Packs the dense row-major weight W (rows x cols) at `weight`, for products x W^T with
+  // n = rows and k = cols, in the current precision().
+  void add(const float* weight, int64_t rows, int64_t cols);
+  // The pack of the weight at `weight` stored (rows x cols) with row stride ld, if added; else
+  // nullptr.
+  const Pack* find(const float* weight, int64_t rows, int64_t cols, int64_t ld) const;
+  // Bytes of the packed copies.
+  int64_t bytes() const;
+
+ private:
+  std::unordered_map<const float*, std::unique_ptr<Pack>> packs_;
+};
+
+// Makes `weights` the packed set gemm<float> consults, until destroyed; then restores the set it
+// found (none at first). Process-wide, as the fp32 engine.
+class PackedWeightsScope {
+ public:
+  explicit PackedWeightsScope(const PackedWeights& weights);
+  ~PackedWeightsScope();
+  PackedWeightsScope(const PackedWeightsScope&) = delete;
+  PackedWeightsScope& operator=(const PackedWeightsScope&) = delete;
+
+ private:
+  const PackedWeights* previous_;
+};
+
+// C(M,N) = alpha * op(A) W^T + beta * C with W packed (the product gemm<float> runs for it).
+// Fails if the pack's precision is not precision().
+void gemm_packed(bool trans_a, int64_t m, float alpha, const float* a, int64_t lda,
+                 const PackedWeights::Pack& w, float beta, float* c, int64_t ldc);
+// The pack gemm<float> reads for B (n = W's rows, k = its columns) in the active scope, or nullptr:
+// only for B = W as stored (trans_b) when W was added to the active set.
+const PackedWeights::Pack* packed_weight(const float* b, bool trans_b, int64_t n, int64_t k,
+                                         int64_t ldb);
 
 // The same product by three loops: the oracle for tests, never used on the hot path.
 template <typename T>

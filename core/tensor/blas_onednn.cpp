@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <tuple>
@@ -45,10 +47,21 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void round_matrix(
   }
 }
 
-// Operand type (bf16 copies or fp32 in place), trans_a, trans_b, m, n, k, lda, ldb, ldc,
-// stride_c, batch, alpha, beta.
-using Key = std::tuple<dnnl::memory::data_type, bool, bool, int64_t, int64_t, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t, float, float>;
+// What a cached primitive was made for: operand type (bf16 copies or fp32 in place), the
+// transpositions, whether B is a packed weight (PackedWeights; ldb unused), sizes, leading
+// dimensions, C's batch stride, batch, alpha and beta.
+struct Key {
+  dnnl::memory::data_type type;
+  bool trans_a, trans_b, packed_b;
+  int64_t m, n, k, lda, ldb, ldc, stride_c, batch;
+  float alpha, beta;
+
+  auto tied() const {
+    return std::tie(type, trans_a, trans_b, packed_b, m, n, k, lda, ldb, ldc, stride_c, batch,
+                    alpha, beta);
+  }
+  bool operator<(const Key& other) const { return tied() < other.tied(); }
+};
 
 // Per thread (products run inside OpenMP regions): oneDNN's engine and stream, the primitives made
 // so far and the bf16 operand buffers. Shapes repeat (batch shapes, attention tiles, a decoder
@@ -87,6 +100,14 @@ dnnl::memory::desc matrix_desc(int64_t batch, int64_t rows, int64_t cols, bool t
       transposed ? dnnl::memory::dims{stride, 1, ld} : dnnl::memory::dims{stride, ld, 1});
 }
 
+// One logical (rows x cols) matrix stored row-major with row stride ld, or transposed: the
+// two-dimensional form products with a packed weight use (the packed layout is two-dimensional).
+dnnl::memory::desc plain_desc(int64_t rows, int64_t cols, bool transposed,
+                              dnnl::memory::data_type type, int64_t ld) {
+  return dnnl::memory::desc({rows, cols}, type,
+                            transposed ? dnnl::memory::dims{1, ld} : dnnl::memory::dims{ld, 1});
+}
+
 // C = alpha * A B + beta * C by the cached primitive for `key` (made from the descriptors the
 // first time), on operands at a, b and c.
 void run_product(const Key& key, const dnnl::memory::desc& a_desc, const void* a,
@@ -96,12 +117,11 @@ void run_product(const Key& key, const dnnl::memory::desc& a_desc, const void* a
   auto found = ctx.primitives.find(key);
   if (found == ctx.primitives.end()) {
     if (ctx.primitives.size() >= kMaxPrimitives) ctx.primitives.clear();
-    const float alpha = std::get<11>(key), beta = std::get<12>(key);
     dnnl::primitive_attr attr;
-    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-    if (beta != 0.0f) {
+    if (key.alpha != 1.0f) attr.set_output_scales(0, {key.alpha});
+    if (key.beta != 0.0f) {
       dnnl::post_ops ops;
-      ops.append_sum(beta);
+      ops.append_sum(key.beta);
       attr.set_post_ops(ops);
     }
     const dnnl::matmul::primitive_desc desc(dnnl::matmul::desc(a_desc, b_desc, c_desc), attr,
@@ -204,11 +224,11 @@ void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n,
   }
 
   using dt = dnnl::memory::data_type;
-  run_product(
-      Key{dt::bf16, trans_a, trans_b, m, n, k, a_cols, b_cols, ldc, stride_c, batch, alpha, beta},
-      matrix_desc(batch, m, k, trans_a, dt::bf16, a_cols, a_size), ctx.a.data(),
-      matrix_desc(batch, k, n, trans_b, dt::bf16, b_cols, b_size), ctx.b.data(),
-      matrix_desc(batch, m, n, false, dt::f32, ldc, stride_c), c);
+  run_product(Key{dt::bf16, trans_a, trans_b, false, m, n, k, a_cols, b_cols, ldc, stride_c, batch,
+                  alpha, beta},
+              matrix_desc(batch, m, k, trans_a, dt::bf16, a_cols, a_size), ctx.a.data(),
+              matrix_desc(batch, k, n, trans_b, dt::bf16, b_cols, b_size), ctx.b.data(),
+              matrix_desc(batch, m, n, false, dt::f32, ldc, stride_c), c);
 }
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -226,25 +246,174 @@ void gemm_onednn_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
   using dt = dnnl::memory::data_type;
   // A batch of one matrix, whose batch stride is its stored size.
   const int64_t a_rows = trans_a ? k : m, b_rows = trans_b ? n : k;
-  run_product(Key{dt::f32, trans_a, trans_b, m, n, k, lda, ldb, ldc, m * ldc, 1, alpha, beta},
-              matrix_desc(1, m, k, trans_a, dt::f32, lda, a_rows * lda), a,
-              matrix_desc(1, k, n, trans_b, dt::f32, ldb, b_rows * ldb), b,
-              matrix_desc(1, m, n, false, dt::f32, ldc, m * ldc), c);
+  run_product(
+      Key{dt::f32, trans_a, trans_b, false, m, n, k, lda, ldb, ldc, m * ldc, 1, alpha, beta},
+      matrix_desc(1, m, k, trans_a, dt::f32, lda, a_rows * lda), a,
+      matrix_desc(1, k, n, trans_b, dt::f32, ldb, b_rows * ldb), b,
+      matrix_desc(1, m, n, false, dt::f32, ldc, m * ldc), c);
 }
 
-bool few_rows_prefer_transposed_weight() {
-  static const bool transposed = [] {
-    using dt = dnnl::memory::data_type;
-    // A decoder step's vocabulary projection on the paper's base (32 sentences, d_model 512).
-    const int64_t m = 32, n = 37000, k = 512;
-    const dnnl::matmul::primitive_desc desc(
-        dnnl::matmul::desc(matrix_desc(1, m, k, false, dt::f32, k, m * k),
-                           matrix_desc(1, k, n, true, dt::f32, k, n * k),
-                           matrix_desc(1, m, n, false, dt::f32, n, m * n)),
-        context().engine);
-    return std::string(desc.impl_info_str()).rfind("brg", 0) != 0;
-  }();
-  return transposed;
+// A packed weight: oneDNN's layout for B = W^T (k x n), chosen by the matmul it will feed, and
+// the copy in it.
+namespace {
+
+// Buffers of packed weights outlive their set, for the next set to reuse: decoding packs a set per
+// batch, and a fresh buffer's first touch (a page fault per 4 KiB) cost more than the packing
+// itself (base: 36 ms fresh against 17 ms reused for the vocabulary's 76 MB). At most one set's
+// worth is kept when no set is alive (a set returns its buffers as it ends, the next takes them).
+class PackBuffers {
+ public:
+  std::unique_ptr<uint8_t[]> take(size_t bytes) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto found = free_.find(bytes);
+    if (found == free_.end()) return std::unique_ptr<uint8_t[]>(new uint8_t[bytes]);
+    std::unique_ptr<uint8_t[]> buffer = std::move(found->second);
+    free_.erase(found);
+    return buffer;
+  }
+  void give(size_t bytes, std::unique_ptr<uint8_t[]> buffer) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    free_.emplace(bytes, std::move(buffer));
+  }
+  // Frees the kept buffers when they exceed `bytes` (the set being returned): a model's sets
+  // are all alike, so this keeps the last set's and drops any left by an earlier model.
+  void trim(size_t bytes) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    size_t kept = 0;
+    for (const auto& entry : free_) kept += entry.first;
+    for (auto it = free_.begin(); kept > bytes && it != free_.end();) {
+      kept -= it->first;
+      it = free_.erase(it);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::multimap<size_t, std::unique_ptr<uint8_t[]>> free_;
+};
+
+PackBuffers& pack_buffers() {
+  static PackBuffers buffers;
+  return buffers;
+}
+
+}  // namespace
+
+struct PackedWeights::Pack {
+  dnnl::memory::data_type type;
+  int64_t n, k;
+  dnnl::memory::desc desc;
+  std::unique_ptr<uint8_t[]> data;
+
+  ~Pack() {
+    if (data) pack_buffers().give(desc.get_size(), std::move(data));
+  }
+};
+
+namespace {
+
+const PackedWeights* g_packed_weights = nullptr;
+
+// The rows a layout is asked for: a decoder step's batch. The blocked layout brgemm picks does not
+// depend on them (1 to 256 rows gave the same on AVX-512), so products of any row count read it.
+constexpr int64_t kPackingRows = 32;
+
+}  // namespace
+
+PackedWeights::PackedWeights() = default;
+PackedWeights::~PackedWeights() {
+  const int64_t set_bytes = bytes();
+  packs_.clear();
+  if (set_bytes > 0) pack_buffers().trim(static_cast<size_t>(set_bytes));
+}
+PackedWeights::PackedWeights(PackedWeights&&) noexcept = default;
+PackedWeights& PackedWeights::operator=(PackedWeights&&) noexcept = default;
+
+void PackedWeights::add(const float* weight, int64_t rows, int64_t cols) {
+  CHECK(rows > 0 && cols > 0) << "packing a weight needs positive sizes, got " << rows << " x "
+                              << cols;
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  OneDnnContext& ctx = context();
+  const dt type = precision() == Precision::kBf16 ? dt::bf16 : dt::f32;
+  const int64_t n = rows, k = cols;
+  // The layout of B the matmul prefers (format any), for A of kPackingRows rows. Two-dimensional:
+  // with a batch dimension oneDNN 2.6 answers the plain layout.
+  const dnnl::matmul::primitive_desc chooser(
+      dnnl::matmul::desc(plain_desc(kPackingRows, k, false, type, k),
+                         dnnl::memory::desc({k, n}, type, tag::any),
+                         plain_desc(kPackingRows, n, false, dt::f32, n)),
+      ctx.engine);
+  auto pack = std::make_unique<Pack>();
+  pack->type = type;
+  pack->n = n;
+  pack->k = k;
+  pack->desc = chooser.weights_desc();
+  pack->data = pack_buffers().take(pack->desc.get_size());
+  // W as stored is B = W^T transposed; bf16 packs W rounded as gemm_bf16 rounds it.
+  const void* source = weight;
+  std::vector<uint16_t> rounded;
+  if (type == dt::bf16) {
+    rounded.resize(static_cast<size_t>(n * k));
+    round_matrix(weight, n, k, k, rounded.data());
+    source = rounded.data();
+  }
+  dnnl::memory plain(plain_desc(k, n, true, type, k), ctx.engine, const_cast<void*>(source));
+  dnnl::memory packed(pack->desc, ctx.engine, pack->data.get());
+  dnnl::reorder(plain, packed).execute(ctx.stream, plain, packed);
+  ctx.stream.wait();
+  packs_[weight] = std::move(pack);
+}
+
+const PackedWeights::Pack* PackedWeights::find(const float* weight, int64_t rows, int64_t cols,
+                                               int64_t ld) const {
+  const auto found = packs_.find(weight);
+  if (found == packs_.end() || ld != cols) return nullptr;
+  const Pack& pack = *found->second;
+  return pack.n == rows && pack.k == cols ? &pack : nullptr;
+}
+
+int64_t PackedWeights::bytes() const {
+  int64_t total = 0;
+  for (const auto& entry : packs_) total += static_cast<int64_t>(entry.second->desc.get_size());
+  return total;
+}
+
+PackedWeightsScope::PackedWeightsScope(const PackedWeights& weights) : previous_(g_packed_weights) {
+  g_packed_weights = &weights;
+}
+PackedWeightsScope::~PackedWeightsScope() { g_packed_weights = previous_; }
+
+const PackedWeights::Pack* packed_weight(const float* b, bool trans_b, int64_t n, int64_t k,
+                                         int64_t ldb) {
+  if (g_packed_weights == nullptr || !trans_b) return nullptr;
+  return g_packed_weights->find(b, n, k, ldb);
+}
+
+void gemm_packed(bool trans_a, int64_t m, float alpha, const float* a, int64_t lda,
+                 const PackedWeights::Pack& w, float beta, float* c, int64_t ldc) {
+  using dt = dnnl::memory::data_type;
+  const dt type = precision() == Precision::kBf16 ? dt::bf16 : dt::f32;
+  CHECK(w.type == type) << "a weight packed in " << (w.type == dt::bf16 ? "bf16" : "fp32")
+                        << " is multiplied while train.precision is "
+                        << precision_names().name(precision())
+                        << "; pack the weights in the precision that uses them";
+  CHECK(m > 0) << "packed gemm needs positive rows, got m=" << m;
+  const int64_t n = w.n, k = w.k;
+  OneDnnContext& ctx = context();
+  const void* a_operand = a;
+  int64_t a_ld = lda;
+  if (type == dt::bf16) {
+    // A few rows: rounded serially into the thread's operand buffer, densely.
+    const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+    if (ctx.a.size() < static_cast<size_t>(a_rows * a_cols)) ctx.a.resize(a_rows * a_cols);
+    round_matrix(a, a_rows, a_cols, lda, ctx.a.data());
+    a_operand = ctx.a.data();
+    a_ld = a_cols;
+  }
+  run_product(Key{type, trans_a, true, true, m, n, k, a_ld, 0, ldc, 0, 1, alpha, beta},
+              plain_desc(m, k, trans_a, type, a_ld), a_operand, w.desc, w.data.get(),
+              plain_desc(m, n, false, dt::f32, ldc), c);
 }
 
 }  // namespace attnlab::blas

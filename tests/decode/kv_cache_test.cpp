@@ -7,9 +7,11 @@
 #include <cmath>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/decode/decoder_state.h"
 #include "core/decode/greedy.h"
+#include "core/model/param_names.h"
 #include "tests/common/model_variants.h"
 #include "tests/common/tiny_model.h"
 
@@ -95,6 +97,49 @@ TEST(KvCache, FloatDecodingOnOneDnnEqualsTheFullDecoderToFloatRounding) {
   config.d_ff = 96;
   config.vocab_size = 301;
   EXPECT_LE(max_incremental_difference<float>(config), 2e-5);
+}
+
+// A float state multiplies by the copies of Transformer::step_weights packed when it was made
+// (blas::PackedWeights). After the state is made, every matrix of the model but the embedding
+// tables is doubled (the list is not consulted): the state's logits stay bit-for-bit those of a
+// state over the unchanged model, so no product of a step reads a weight it did not pack (the
+// encoder and cross-attention's keys and values ran when the state was made), though a state made
+// after the change sees it. Changing the target embedding, which a step reads unpacked, does
+// change them.
+TEST(KvCache, FloatStepsMultiplyByTheWeightsPackedWhenTheStateWasMade) {
+  ModelConfig config = small_config();
+  config.tie_embeddings = false;
+  Batch source;
+  source.size = 2;
+  source.src_length = 3;
+  source.src = {3, 4, 2, 5, 2, 0};
+  auto logits_after_two_steps = [](DecoderState<float>& state) {
+    state.step({1, 1});
+    TensorView<const float> logits = state.step({6, 9});
+    return std::vector<float>(logits.data(), logits.data() + logits.numel());
+  };
+  auto double_matrices = [](Transformer<float>& model) {
+    for (auto& [name, view] : model.table().named_views<float>(model.params().data())) {
+      if (view.shape().rank() != 2 || name.find(".embed_") != std::string::npos) continue;
+      for (int64_t i = 0; i < view.numel(); ++i) view.data()[i] *= 2.0f;
+    }
+  };
+  Transformer<float> unchanged(config, 5);
+  DecoderState<float> reference(unchanged, source, 4);
+  const std::vector<float> expected = logits_after_two_steps(reference);
+
+  Transformer<float> model(config, 5);
+  DecoderState<float> packed_before(model, source, 4);
+  double_matrices(model);
+  DecoderState<float> packed_after(model, source, 4);
+  EXPECT_EQ(logits_after_two_steps(packed_before), expected);
+  EXPECT_NE(logits_after_two_steps(packed_after), expected);
+
+  Transformer<float> embedding_changed(config, 5);
+  DecoderState<float> reads_embedding(embedding_changed, source, 4);
+  TensorView<float> embedding = embedding_changed.param(param_names::token_embedding(true));
+  for (int64_t i = 0; i < embedding.numel(); ++i) embedding.data()[i] *= 2.0f;
+  EXPECT_NE(logits_after_two_steps(reads_embedding), expected);
 }
 
 std::string combination_name(const ::testing::TestParamInfo<Combination>& info) {

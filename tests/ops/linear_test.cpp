@@ -1,6 +1,5 @@
 // linear: a hand-computed case, the gradient rule (accumulate flag) and the central-difference
-// check over shapes with odd sizes, with and without bias, in float and double; the forward
-// product from a transposed weight, and the transpose.
+// check over shapes with odd sizes, with and without bias, in float and double.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -32,32 +31,6 @@ TEST(Linear, HandComputed) {
   EXPECT_EQ(dinp, (std::vector<double>{4, 5}));
   EXPECT_EQ(dweight, (std::vector<double>{1, 2, 2, 4, 3, 6}));
   EXPECT_EQ(dbias, (std::vector<double>{1, 2, 3}));
-}
-
-TEST(Linear, TransposedWeightHandComputed) {
-  // The case above with W given as W^T (2,3) = [[1 0 1] [0 1 1]]: out = [1.5 1 3] again.
-  std::vector<double> inp = {1, 2}, weight_t = {1, 0, 1, 0, 1, 1}, bias = {0.5, -1, 0};
-  std::vector<double> out(3);
-  ops::linear_forward_transposed<double>(view(out, {1, 3}), const_view(inp, {1, 2}),
-                                         const_view(weight_t, {2, 3}), const_view(bias, {3}));
-  EXPECT_EQ(out, (std::vector<double>{1.5, 1, 3}));
-}
-
-TEST(Linear, TransposeMovesEveryElement) {
-  // Sizes that leave partial tiles on both sides of the 32 x 32 blocking, and one large enough to
-  // run in parallel; src(r,c) = r * cols + c, so every element names where it came from.
-  for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
-           {1, 1}, {1, 5}, {7, 1}, {33, 65}, {70, 31}, {300, 257}}) {
-    std::vector<float> src(static_cast<size_t>(rows * cols)), dst(src.size(), -1.0f);
-    for (size_t e = 0; e < src.size(); ++e) src[e] = static_cast<float>(e);
-    ops::transpose<float>(view(dst, {cols, rows}), const_view(src, {rows, cols}));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) {
-        ASSERT_EQ(dst[static_cast<size_t>(c * rows + r)], static_cast<float>(r * cols + c))
-            << rows << " x " << cols << " at (" << r << ", " << c << ")";
-      }
-    }
-  }
 }
 
 TEST(Linear, ShapeMismatchNamesBothShapes) {
@@ -170,19 +143,6 @@ TEST_P(LinearTest, FloatMatchesDouble) {
   EXPECT_LT(max_scaled_difference(single.dinp, reference.dinp), 1e-5);
   EXPECT_LT(max_scaled_difference(single.dweight, reference.dweight), 1e-5);
   EXPECT_LT(max_scaled_difference(single.dbias, reference.dbias), 1e-5);
-}
-
-// The product from W^T equals the product from W: the same sums, so to round-off in double.
-TEST_P(LinearTest, TransposedWeightMatchesWeight) {
-  const LinearShape& s = GetParam();
-  const int64_t m = s.rows, i = s.in_features, o = s.out_features;
-  const LinearRun reference = run_linear<double>(s, inp, weight, bias, dout);
-  std::vector<double> weight_t(weight.size()), out(static_cast<size_t>(m * o));
-  ops::transpose<double>(view(weight_t, {i, o}), const_view(weight, {o, i}));
-  ops::linear_forward_transposed<double>(
-      view(out, {m, o}), const_view(inp, {m, i}), const_view(weight_t, {i, o}),
-      s.bias ? const_view(bias, {o}) : TensorView<const double>());
-  EXPECT_LT(max_scaled_difference(out, reference.out), 1e-13);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, LinearTest,

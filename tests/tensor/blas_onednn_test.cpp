@@ -1,7 +1,8 @@
 // oneDNN's products against a double three-loop reference on odd shapes, padded leading
 // dimensions, all four transpositions, alpha != 1 and beta in {0, 1}: bf16 operands, and fp32 ones
-// (the engine decoding selects); the precision switch and the engine scope of gemm<float>; and the
-// CPU check that refuses bf16 where the CPU has no native bfloat16.
+// (the engine decoding selects), in both with weights packed once (PackedWeights); the precision
+// switch and the engine and packed-weight scopes of gemm<float>; and the CPU check that refuses
+// bf16 where the CPU has no native bfloat16.
 //
 // Bound (derived in core/tensor/blas_onednn.cpp): with u = 2^-8 (bf16 keeps 8 significant bits)
 //   |C - C_exact| <= |alpha| * (2u + u^2 + (K + 2) * 2^-24) * sum_p |a_ip||b_pj|
@@ -10,6 +11,7 @@
 // fp32's own bound (K + 2) * 2^-24 * sum |a||b|. fp32 operands: the same bound with u = 0.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <random>
@@ -17,6 +19,7 @@
 
 #include "core/tensor/blas.h"
 #include "core/util/check.h"
+#include "tests/io/expect_error.h"
 
 namespace attnlab {
 namespace {
@@ -31,6 +34,15 @@ std::vector<float> random_matrix(int64_t count, std::mt19937& rng) {
   for (float& v : values) v = normal(rng);
   return values;
 }
+
+// bf16 precision until destroyed, then fp32 again, even when the test throws in between.
+class Bf16PrecisionScope {
+ public:
+  Bf16PrecisionScope() { blas::set_precision(blas::Precision::kBf16); }
+  ~Bf16PrecisionScope() { blas::set_precision(blas::Precision::kFp32); }
+  Bf16PrecisionScope(const Bf16PrecisionScope&) = delete;
+  Bf16PrecisionScope& operator=(const Bf16PrecisionScope&) = delete;
+};
 
 class Bf16Gemm : public ::testing::Test {
  protected:
@@ -264,20 +276,108 @@ TEST(OneDnnFp32Gemm, Bf16PrecisionWinsOverTheFp32Engine) {
   std::vector<float> routed(m * n), bf16(m * n);
   {
     const blas::Fp32EngineScope scope(blas::Fp32Engine::kOneDnn);
-    blas::set_precision(blas::Precision::kBf16);
+    const Bf16PrecisionScope bf16_precision;
     blas::gemm<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, routed.data(),
                       n);
-    blas::set_precision(blas::Precision::kFp32);
   }
   blas::gemm_bf16(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, bf16.data(), n);
   EXPECT_EQ(routed, bf16);  // a bf16 run decodes in bf16
 }
 
-TEST(OneDnnFp32Gemm, WeightLayoutFollowsTheKernelOneDnnPicks) {
-  // oneDNN 2.6 runs fp32 matmul on brgemm kernels from AVX-512 on (they read W in place) and on
-  // gemm:jit below it (which packs W^T faster, as OpenBLAS does).
-  const std::string isa = blas::onednn_isa();
-  EXPECT_EQ(blas::few_rows_prefer_transposed_weight(), isa.rfind("avx512", 0) != 0) << isa;
+// Products x W^T with W packed (PackedWeights), as a decoder step runs them: op(A) in both
+// orientations with a padded lda, C padded, (alpha, beta) as for_each_product, several row counts
+// through one pack. Widths off oneDNN's 16 x 64 blocks reach partial blocks. `u` as check_product.
+void check_packed_products(double u) {
+  std::mt19937 rng(21);
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {37, 5}, {130, 64}, {70, 300}}) {
+    const std::vector<float> w = random_matrix(n * k, rng);
+    blas::PackedWeights packed;
+    packed.add(w.data(), n, k);
+    EXPECT_GE(packed.bytes(), n * k * (u > 0 ? 2 : 4));
+    const blas::PackedWeightsScope scope(packed);
+    for (const int64_t m : {1, 3, 32, 130}) {
+      for (const bool ta : {false, true}) {
+        for (const auto& [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.35f, 1.0f}}) {
+          const int64_t lda = (ta ? m : k) + 3, ldc = n + 3;
+          const std::vector<float> a = random_matrix((ta ? k : m) * lda, rng);
+          const std::vector<float> c0 = random_matrix(m * ldc, rng);
+          std::vector<float> c = c0;
+          blas::gemm<float>(ta, true, m, n, k, alpha, a.data(), lda, w.data(), k, beta, c.data(),
+                            ldc);
+          const bool beyond_fp32 = check_product(ta, true, m, n, k, alpha, a.data(), lda, w.data(),
+                                                 k, beta, c0.data(), c.data(), ldc, u);
+          if (u > 0 && k >= 7 && m >= 3) {
+            EXPECT_TRUE(beyond_fp32) << "no element of m=" << m << " n=" << n << " k=" << k
+                                     << " misses by more than fp32 would: was it bf16?";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(PackedWeights, Fp32ProductsMatchTheDoubleReferenceWithinTheFp32Bound) {
+  check_packed_products(0.0);
+}
+
+TEST_F(Bf16Gemm, PackedWeightProductsMatchTheDoubleReferenceWithinTheBf16Bound) {
+  const Bf16PrecisionScope bf16_precision;
+  check_packed_products(std::ldexp(1.0, -8));
+}
+
+// The scope's products read the copy taken when the weight was added, only for that weight as
+// x W^T with its own row stride, and only while the scope lives.
+TEST(PackedWeights, ScopeReadsTheCopyOfAddedWeightsOnly) {
+  std::mt19937 rng(22);
+  const int64_t m = 4, n = 70, k = 48;
+  const std::vector<float> a = random_matrix(m * k, rng), other = random_matrix(n * k, rng);
+  std::vector<float> w = random_matrix(n * k, rng);
+  const std::vector<float> original = w;
+  blas::PackedWeights packed;
+  packed.add(w.data(), n, k);
+  std::fill(w.begin(), w.end(), 0.0f);  // after packing: only the copy keeps the values
+  auto product = [&](bool trans_b, const float* b, int64_t cols) {
+    std::vector<float> c(static_cast<size_t>(m * cols), -1.0f);
+    blas::gemm<float>(false, trans_b, m, cols, k, 1.0f, a.data(), k, b, trans_b ? k : cols, 0.0f,
+                      c.data(), cols);
+    return c;
+  };
+  std::vector<float> expected(static_cast<size_t>(m * n)), other_expected = expected;
+  blas::gemm_onednn_f32(false, true, m, n, k, 1.0f, a.data(), k, original.data(), k, 0.0f,
+                        expected.data(), n);
+  blas::gemm<float>(false, true, m, n, k, 1.0f, a.data(), k, other.data(), k, 0.0f,
+                    other_expected.data(), n);
+  const std::vector<float> zeros(static_cast<size_t>(m * n), 0.0f);
+  {
+    const blas::PackedWeightsScope scope(packed);
+    const std::vector<float> from_pack = product(true, w.data(), n);
+    for (size_t i = 0; i < from_pack.size(); ++i) {
+      EXPECT_NEAR(from_pack[i], expected[i], 1e-4 * (1.0 + std::fabs(expected[i]))) << i;
+    }
+    EXPECT_EQ(product(true, other.data(), n), other_expected);  // not added: read as it is
+    // W as (k x n) without transposition is another matrix at the same address: read as it is.
+    EXPECT_EQ(product(false, w.data(), n), zeros);
+    EXPECT_EQ(blas::packed_weight(w.data(), true, n, k, k + 1), nullptr);  // another row stride
+    EXPECT_EQ(blas::packed_weight(w.data(), true, n - 1, k, k), nullptr);  // another shape
+  }
+  EXPECT_EQ(product(true, w.data(), n), zeros);  // the scope has ended
+  EXPECT_EQ(blas::packed_weight(w.data(), true, n, k, k), nullptr);
+}
+
+TEST(PackedWeights, RefusesAWeightPackedInAnotherPrecision) {
+  std::mt19937 rng(23);
+  const int64_t m = 2, n = 8, k = 8;
+  const std::vector<float> a = random_matrix(m * k, rng), w = random_matrix(n * k, rng);
+  std::vector<float> c(static_cast<size_t>(m * n));
+  blas::PackedWeights packed;
+  packed.add(w.data(), n, k);  // fp32
+  const blas::PackedWeightsScope scope(packed);
+  const Bf16PrecisionScope bf16_precision;
+  test::expect_error(
+      [&] {
+        blas::gemm<float>(false, true, m, n, k, 1.0f, a.data(), k, w.data(), k, 0.0f, c.data(), n);
+      },
+      {"packed in fp32", "train.precision is bf16"});
 }
 
 TEST(Bf16Support, NamesWhatTheCpuLacksAndHas) {
