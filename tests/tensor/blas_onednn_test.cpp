@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -141,6 +142,43 @@ TEST_F(Bf16Gemm, MatchesDoubleReferenceWithinTheBf16Bound) {
                                    << " misses by more than fp32 would: was it bf16?";
         }
       });
+}
+
+// The operand rounding itself: a column of values times B = [1] gives each value rounded to bf16
+// (the product by 1 and fp32 accumulation are exact). bf16 keeps 7 bits after the point, so near 1
+// the step is 2^-7: exact halves go to the even neighbour, anything above half rounds up. The
+// column is long enough to run the vectorised loop and its remainder.
+TEST_F(Bf16Gemm, OperandsRoundToNearestEvenAndNaNStaysNaN) {
+  const float step = std::ldexp(1.0f, -7), half = std::ldexp(1.0f, -8);
+  struct Rounding {
+    float value, expected;
+  };
+  const std::vector<Rounding> cases = {
+      {1.0f, 1.0f},
+      {1.0f + half, 1.0f},                                             // a tie: to even (1.0)
+      {1.0f + step + half, 1.0f + 2 * step},                           // a tie: to even (1 + 2^-6)
+      {1.0f + half + std::ldexp(1.0f, -20), 1.0f + step},              // just above half: up
+      {1.0f + half - std::ldexp(1.0f, -20), 1.0f},                     // just below half: down
+      {-(1.0f + step + half), -(1.0f + 2 * step)},                     // the sign is kept
+      {std::ldexp(1.0f, -126) * 1.5f, std::ldexp(1.0f, -126) * 1.5f},  // the smallest normals
+      {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity()},
+      {0.0f, 0.0f}};
+  const int64_t repeats = 5;  // 45 rows
+  std::vector<float> column;
+  for (int64_t r = 0; r < repeats; ++r) {
+    for (const Rounding& c : cases) column.push_back(c.value);
+  }
+  column.push_back(std::numeric_limits<float>::quiet_NaN());
+  const int64_t rows = static_cast<int64_t>(column.size());
+  const float one = 1.0f;
+  std::vector<float> rounded(static_cast<size_t>(rows));
+  blas::gemm_bf16(false, false, rows, 1, 1, 1.0f, column.data(), 1, &one, 1, 0.0f, rounded.data(),
+                  1);
+  for (int64_t i = 0; i + 1 < rows; ++i) {
+    const Rounding& c = cases[static_cast<size_t>(i) % cases.size()];
+    EXPECT_EQ(rounded[static_cast<size_t>(i)], c.expected) << "rounding " << c.value;
+  }
+  EXPECT_TRUE(std::isnan(rounded.back())) << "NaN must not round to infinity";
 }
 
 TEST_F(Bf16Gemm, StridedBatchIsOneCallWithinTheBoundForEveryMatrix) {
