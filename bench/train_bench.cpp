@@ -306,6 +306,8 @@ int run(const Options& o) {
 
   DecodeResult greedy, beam;
   if (o.decode_repeats > 0) {
+    // The repeats decode batch after batch as an evaluation does, which reuses pack buffers.
+    const blas::PackBufferReuse reuse_packs;
     Batch source = random_batch(config, o.decode_batch, o.decode_source, 7);
     // Random weights can make eos the most likely token and end decoding at once; a zero output
     // row gives eos logit 0, below the best of N random logits, so every sentence runs the full

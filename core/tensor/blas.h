@@ -118,6 +118,21 @@ class PackedWeights {
   std::unordered_map<const float*, std::unique_ptr<Pack>> packs_;
 };
 
+// While one lives, the buffers of packed sets that end are kept for the next set to reuse (at
+// most one set's worth): a decoding of many batches makes a set per batch, and fresh buffers'
+// page faults cost more than the packing. Decoding a whole split holds one (Trainer::evaluate,
+// translate_set); when the last ends the kept buffers are freed, so no memory stays held between
+// evaluations.
+class PackBufferReuse {
+ public:
+  PackBufferReuse();
+  ~PackBufferReuse();
+  PackBufferReuse(const PackBufferReuse&) = delete;
+  PackBufferReuse& operator=(const PackBufferReuse&) = delete;
+  // Bytes kept for reuse now (for tests).
+  static int64_t kept_bytes();
+};
+
 // Makes `weights` the packed set gemm<float> consults, until destroyed; then restores the set it
 // found (none at first). Process-wide, as the fp32 engine.
 class PackedWeightsScope {

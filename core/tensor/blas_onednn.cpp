@@ -264,10 +264,10 @@ void gemm_onednn_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
 // the copy in it.
 namespace {
 
-// Buffers of packed weights outlive their set, for the next set to reuse: decoding packs a set per
-// batch, and a fresh buffer's first touch (a page fault per 4 KiB) cost more than the packing
-// itself (base: 36 ms fresh against 17 ms reused for the vocabulary's 76 MB). At most one set's
-// worth is kept when no set is alive (a set returns its buffers as it ends, the next takes them).
+// Buffers of packed weights that end while a PackBufferReuse lives are kept for the next set to
+// reuse: decoding packs a set per batch, and a fresh buffer's first touch (a page fault per 4 KiB)
+// cost more than the packing itself (base: 36 ms fresh against 17 ms reused for the vocabulary's
+// 76 MB). At most one set's worth is kept, and nothing once the last PackBufferReuse ends.
 class PackBuffers {
  public:
   std::unique_ptr<uint8_t[]> take(size_t bytes) {
@@ -278,9 +278,10 @@ class PackBuffers {
     free_.erase(found);
     return buffer;
   }
+  // Keeps `buffer` while a PackBufferReuse lives; else it is freed here.
   void give(size_t bytes, std::unique_ptr<uint8_t[]> buffer) {
     const std::lock_guard<std::mutex> lock(mutex_);
-    free_.emplace(bytes, std::move(buffer));
+    if (reusers_ > 0) free_.emplace(bytes, std::move(buffer));
   }
   // Frees the kept buffers when they exceed `bytes` (the set being returned): a model's sets
   // are all alike, so this keeps the last set's and drops any left by an earlier model.
@@ -293,9 +294,24 @@ class PackBuffers {
       it = free_.erase(it);
     }
   }
+  void begin_reuse() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    ++reusers_;
+  }
+  void end_reuse() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (--reusers_ == 0) free_.clear();
+  }
+  int64_t kept_bytes() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    int64_t kept = 0;
+    for (const auto& entry : free_) kept += static_cast<int64_t>(entry.first);
+    return kept;
+  }
 
  private:
   std::mutex mutex_;
+  int reusers_ = 0;
   std::multimap<size_t, std::unique_ptr<uint8_t[]>> free_;
 };
 
@@ -385,6 +401,10 @@ int64_t PackedWeights::bytes() const {
   for (const auto& entry : packs_) total += static_cast<int64_t>(entry.second->desc.get_size());
   return total;
 }
+
+PackBufferReuse::PackBufferReuse() { pack_buffers().begin_reuse(); }
+PackBufferReuse::~PackBufferReuse() { pack_buffers().end_reuse(); }
+int64_t PackBufferReuse::kept_bytes() { return pack_buffers().kept_bytes(); }
 
 PackedWeightsScope::PackedWeightsScope(const PackedWeights& weights) : previous_(g_packed_weights) {
   g_packed_weights = &weights;

@@ -402,6 +402,35 @@ TEST(PackedWeights, ScopeReadsTheCopyOfAddedWeightsOnly) {
   EXPECT_EQ(blas::packed_weight(w.data(), true, n, k, k), nullptr);
 }
 
+// A set's buffers are kept for the next set only while a PackBufferReuse lives (at most one
+// set's worth), and freed when the last one ends or when none is alive.
+TEST(PackedWeights, BuffersAreKeptForReuseOnlyWhileAReuseScopeLives) {
+  std::mt19937 rng(24);
+  const std::vector<float> w = random_matrix(130 * 64, rng), v = random_matrix(64 * 64, rng);
+  auto pack_and_end = [&] {
+    blas::PackedWeights packed;
+    packed.add(w.data(), 130, 64);
+    packed.add(v.data(), 64, 64);
+    return packed.bytes();
+  };
+  ASSERT_EQ(blas::PackBufferReuse::kept_bytes(), 0);
+  pack_and_end();
+  EXPECT_EQ(blas::PackBufferReuse::kept_bytes(), 0) << "no reuse scope: freed with the set";
+  {
+    const blas::PackBufferReuse reuse;
+    const int64_t set_bytes = pack_and_end();
+    EXPECT_EQ(blas::PackBufferReuse::kept_bytes(), set_bytes);
+    pack_and_end();  // takes the kept buffers and returns them
+    EXPECT_EQ(blas::PackBufferReuse::kept_bytes(), set_bytes);
+    {
+      const blas::PackBufferReuse nested;
+      pack_and_end();
+    }
+    EXPECT_EQ(blas::PackBufferReuse::kept_bytes(), set_bytes) << "the outer scope still lives";
+  }
+  EXPECT_EQ(blas::PackBufferReuse::kept_bytes(), 0) << "the last scope has ended";
+}
+
 TEST(PackedWeights, RefusesAWeightPackedInAnotherPrecision) {
   std::mt19937 rng(23);
   const int64_t m = 2, n = 8, k = 8;
