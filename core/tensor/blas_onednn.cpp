@@ -260,8 +260,6 @@ void gemm_onednn_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
       matrix_desc(1, m, n, false, dt::f32, ldc, m * ldc), c);
 }
 
-// A packed weight: oneDNN's layout for B = W^T (k x n), chosen by the matmul it will feed, and
-// the copy in it.
 namespace {
 
 // Buffers of packed weights that end while a PackBufferReuse lives are kept for the next set to
@@ -287,8 +285,7 @@ class PackBuffers {
   // are all alike, so this keeps the last set's and drops any left by an earlier model.
   void trim(size_t bytes) {
     const std::lock_guard<std::mutex> lock(mutex_);
-    size_t kept = 0;
-    for (const auto& entry : free_) kept += entry.first;
+    size_t kept = kept_locked();
     for (auto it = free_.begin(); kept > bytes && it != free_.end();) {
       kept -= it->first;
       it = free_.erase(it);
@@ -304,12 +301,16 @@ class PackBuffers {
   }
   int64_t kept_bytes() {
     const std::lock_guard<std::mutex> lock(mutex_);
-    int64_t kept = 0;
-    for (const auto& entry : free_) kept += static_cast<int64_t>(entry.first);
-    return kept;
+    return static_cast<int64_t>(kept_locked());
   }
 
  private:
+  size_t kept_locked() const {
+    size_t kept = 0;
+    for (const auto& entry : free_) kept += entry.first;
+    return kept;
+  }
+
   std::mutex mutex_;
   int reusers_ = 0;
   std::multimap<size_t, std::unique_ptr<uint8_t[]>> free_;
@@ -322,8 +323,10 @@ PackBuffers& pack_buffers() {
 
 }  // namespace
 
+// A packed weight: oneDNN's layout for B = W^T (k x n), chosen by the matmul it will feed, the
+// precision it was packed in and the copy in it.
 struct PackedWeights::Pack {
-  dnnl::memory::data_type type;
+  Precision precision;
   int64_t n, k;
   dnnl::memory::desc desc;
   std::unique_ptr<uint8_t[]> data;
@@ -336,6 +339,11 @@ struct PackedWeights::Pack {
 namespace {
 
 const PackedWeights* g_packed_weights = nullptr;
+
+// The operand type oneDNN multiplies in under `p`: bf16 copies, or fp32 as stored.
+dnnl::memory::data_type operand_type(Precision p) {
+  return p == Precision::kBf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+}
 
 // The rows a layout is asked for: a decoder step's batch. The blocked layout brgemm picks does not
 // depend on them (1 to 256 rows gave the same on AVX-512), so products of any row count read it.
@@ -358,7 +366,7 @@ void PackedWeights::add(const float* weight, int64_t rows, int64_t cols) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   OneDnnContext& ctx = context();
-  const dt type = precision() == Precision::kBf16 ? dt::bf16 : dt::f32;
+  const dt type = operand_type(precision());
   const int64_t n = rows, k = cols;
   // The layout of B the matmul prefers (format any), for A of kPackingRows rows. Two-dimensional:
   // with a batch dimension oneDNN 2.6 answers the plain layout.
@@ -368,7 +376,7 @@ void PackedWeights::add(const float* weight, int64_t rows, int64_t cols) {
                          plain_desc(kPackingRows, n, false, dt::f32, n)),
       ctx.engine);
   auto pack = std::make_unique<Pack>();
-  pack->type = type;
+  pack->precision = precision();
   pack->n = n;
   pack->k = k;
   pack->desc = chooser.weights_desc();
@@ -420,11 +428,11 @@ const PackedWeights::Pack* packed_weight(const float* b, bool trans_b, int64_t n
 void gemm_packed(bool trans_a, int64_t m, float alpha, const float* a, int64_t lda,
                  const PackedWeights::Pack& w, float beta, float* c, int64_t ldc) {
   using dt = dnnl::memory::data_type;
-  const dt type = precision() == Precision::kBf16 ? dt::bf16 : dt::f32;
-  CHECK(w.type == type) << "a weight packed in " << (w.type == dt::bf16 ? "bf16" : "fp32")
-                        << " is multiplied while train.precision is "
-                        << precision_names().name(precision())
-                        << "; pack the weights in the precision that uses them";
+  CHECK(w.precision == precision())
+      << "a weight packed in " << precision_names().name(w.precision)
+      << " is multiplied while train.precision is " << precision_names().name(precision())
+      << "; pack the weights in the precision that uses them";
+  const dt type = operand_type(w.precision);
   CHECK(m > 0) << "packed gemm needs positive rows, got m=" << m;
   const int64_t n = w.n, k = w.k;
   OneDnnContext& ctx = context();
