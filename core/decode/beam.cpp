@@ -20,12 +20,6 @@ struct LiveBeam {
   double log_prob = kNegativeInfinity;  // -inf: a placeholder row that extends nothing
 };
 
-struct Candidate {
-  double log_prob;
-  int64_t beam;
-  int32_t token;
-};
-
 struct SentenceSearch {
   std::vector<LiveBeam> live;  // exactly K entries while searching
   std::vector<BeamHypothesis> finished;
@@ -75,6 +69,39 @@ class CachedScorer final : public NextTokenScorer {
 
 }  // namespace
 
+bool ranks_before(const Candidate& x, const Candidate& y) {
+  if (x.log_prob != y.log_prob) return x.log_prob > y.log_prob;
+  if (x.beam != y.beam) return x.beam < y.beam;
+  return x.token < y.token;
+}
+
+const std::vector<Candidate>& best_extensions(const double* log_probs,
+                                              const std::vector<double>& prefixes, int64_t vocab,
+                                              int64_t count, const SpecialTokens& special,
+                                              std::vector<Candidate>& best) {
+  best.clear();
+  if (count <= 0) return best;
+  // Candidates are met in ranks_before's tie order (beam, then token), so one that only equals
+  // the worst kept ranks after every kept one: it enters only when strictly more likely. `best`
+  // stays sorted; an entering candidate goes after those at least as likely.
+  for (size_t k = 0; k < prefixes.size(); ++k) {
+    const double prefix = prefixes[k];
+    if (!std::isfinite(prefix)) continue;
+    const double* row = log_probs + static_cast<int64_t>(k) * vocab;
+    for (int64_t j = 0; j < vocab; ++j) {
+      if (j == special.pad_id || j == special.bos_id) continue;
+      const double log_prob = prefix + row[j];
+      const bool full = static_cast<int64_t>(best.size()) == count;
+      if (full && !(log_prob > best.back().log_prob)) continue;
+      const Candidate candidate{log_prob, static_cast<int64_t>(k), static_cast<int32_t>(j)};
+      if (full) best.pop_back();
+      auto at = std::upper_bound(best.begin(), best.end(), candidate, ranks_before);
+      best.insert(at, candidate);
+    }
+  }
+  return best;
+}
+
 double length_penalty(int64_t length, double alpha) {
   return std::pow((5.0 + static_cast<double>(length)) / 6.0, alpha);
 }
@@ -100,7 +127,8 @@ std::vector<BeamHypothesis> beam_search(NextTokenScorer& scorer, int64_t sentenc
   if (sentences == 0) return {};
   scorer.reorder(rows);
   std::vector<int32_t> tokens(rows.size(), bos_id);
-  std::vector<Candidate> candidates;
+  std::vector<double> prefixes;
+  std::vector<Candidate> extensions;
   for (int64_t t = 0; !active.empty(); ++t) {
     const std::vector<double>& log_probs = scorer.step(tokens);
     CHECK(static_cast<int64_t>(log_probs.size()) == static_cast<int64_t>(tokens.size()) * N)
@@ -123,23 +151,11 @@ std::vector<BeamHypothesis> beam_search(NextTokenScorer& scorer, int64_t sentenc
         sentence.done = true;
         continue;
       }
-      candidates.clear();
-      for (int64_t k = 0; k < K; ++k) {
-        const double prefix = sentence.live[static_cast<size_t>(k)].log_prob;
-        if (!std::isfinite(prefix)) continue;
-        for (int64_t j = 0; j < N; ++j) {
-          if (j == special.pad_id || j == bos_id) continue;
-          candidates.push_back({prefix + base[k * N + j], k, static_cast<int32_t>(j)});
-        }
-      }
-      const size_t keep = std::min(candidates.size(), static_cast<size_t>(2 * K));
-      // Best first; ties go to the lower beam, then the lower token id (as greedy's argmax).
-      std::partial_sort(candidates.begin(), candidates.begin() + static_cast<int64_t>(keep),
-                        candidates.end(), [](const Candidate& x, const Candidate& y) {
-                          if (x.log_prob != y.log_prob) return x.log_prob > y.log_prob;
-                          if (x.beam != y.beam) return x.beam < y.beam;
-                          return x.token < y.token;
-                        });
+      prefixes.clear();
+      for (const LiveBeam& beam : sentence.live) prefixes.push_back(beam.log_prob);
+      const std::vector<Candidate>& candidates =
+          best_extensions(base, prefixes, N, 2 * K, special, extensions);
+      const size_t keep = candidates.size();
       std::vector<LiveBeam> live;
       std::vector<int64_t> parents;
       for (size_t c = 0; c < keep && static_cast<int64_t>(live.size()) < K; ++c) {

@@ -47,6 +47,26 @@ struct SpecialTokens {
   int32_t eos_id = 2;
 };
 
+// A one-token extension of live beam `beam`: its log-probability log P(prefix) + log P(token).
+struct Candidate {
+  double log_prob;
+  int64_t beam;
+  int32_t token;
+};
+
+// The search's order of candidates: more likely first; ties go to the lower beam, then the lower
+// token id (as greedy decoding's argmax).
+bool ranks_before(const Candidate& x, const Candidate& y);
+
+// The `count` first extensions in ranks_before's order (fewer if there are fewer) of the beams
+// whose log-probabilities are `prefixes` (a non-finite prefix extends nothing), by any token but
+// pad and bos, from `log_probs` (one row of `vocab` per beam), into `best`, which is returned.
+// One pass over the rows, without the whole (beams x vocab) candidate list.
+const std::vector<Candidate>& best_extensions(const double* log_probs,
+                                              const std::vector<double>& prefixes, int64_t vocab,
+                                              int64_t count, const SpecialTokens& special,
+                                              std::vector<Candidate>& best);
+
 // Beam search over `sentences` rows of `scorer` (row i is sentence i on entry), sentence i
 // producing at most max_tokens[i] tokens before its eos (forced at the limit). Only eos
 // candidates among a sentence's best K end hypotheses; the sentence stops once K hypotheses have

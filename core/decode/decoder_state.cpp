@@ -4,6 +4,7 @@
 #include "core/decode/decoder_state.h"
 
 #include <algorithm>
+#include <numeric>
 #include <type_traits>
 
 namespace attnlab {
@@ -16,6 +17,8 @@ DecoderState<T>::DecoderState(Transformer<T>& model, const Batch& source, int64_
       << "decoding " << max_steps << " steps exceeds model.max_positions " << c.max_positions;
   TensorView<const T> memory = model.encode(source);  // (B,S,D)
   src_padding_ = model.source_padding();
+  row_sources_.resize(static_cast<size_t>(batch_));
+  std::iota(row_sources_.begin(), row_sources_.end(), int64_t{0});
   const int64_t B = batch_, S = src_length_, H = c.heads, K = c.d_k, V = c.d_v;
   model.carve_step(arena_, workspace_, B, S, max_steps);
   if constexpr (std::is_same_v<T, float>) {
@@ -56,17 +59,30 @@ template <typename T>
 void DecoderState<T>::reorder(const std::vector<int64_t>& rows) {
   const int64_t S = src_length_;
   const int64_t new_batch = static_cast<int64_t>(rows.size());
-  for (LayerCache<T>& cache : caches_) {
-    cache.self.reorder(rows);
-    cache.cross.reorder(rows);
-  }
-  std::vector<uint8_t> padding(static_cast<size_t>(new_batch * S));
+  std::vector<int64_t> sources(rows.size());
+  bool identity = new_batch == batch_;
   for (int64_t i = 0; i < new_batch; ++i) {
     const int64_t row = rows[static_cast<size_t>(i)];
-    std::copy(src_padding_.begin() + row * S, src_padding_.begin() + (row + 1) * S,
-              padding.begin() + i * S);
+    CHECK(row >= 0 && row < batch_) << "reorder row " << row << " outside [0, " << batch_ << ")";
+    sources[static_cast<size_t>(i)] = row_sources_[static_cast<size_t>(row)];
+    identity = identity && row == i;
   }
-  src_padding_.swap(padding);
+  if (identity) return;
+  for (LayerCache<T>& cache : caches_) cache.self.reorder(rows, reorder_spare_);
+  // Rows of one source sentence share its cross-attention keys and values and its padding, so
+  // these move only when the rows' sentences change (a sentence leaves the batch), not when a
+  // beam search swaps the beams of each sentence (every step of it).
+  if (sources != row_sources_) {
+    for (LayerCache<T>& cache : caches_) cache.cross.reorder(rows, reorder_spare_);
+    std::vector<uint8_t> padding(static_cast<size_t>(new_batch * S));
+    for (int64_t i = 0; i < new_batch; ++i) {
+      const int64_t row = rows[static_cast<size_t>(i)];
+      std::copy(src_padding_.begin() + row * S, src_padding_.begin() + (row + 1) * S,
+                padding.begin() + i * S);
+    }
+    src_padding_.swap(padding);
+    row_sources_.swap(sources);
+  }
   if (new_batch != batch_) model_.carve_step(arena_, workspace_, new_batch, S, max_steps_);
   batch_ = new_batch;
 }

@@ -32,7 +32,9 @@ class DecoderState {
   Transformer<T>& model_;
   int64_t batch_, src_length_, max_steps_, position_ = 0;
   std::vector<uint8_t> src_padding_;   // (B,S)
+  std::vector<int64_t> row_sources_;   // (B): the sentence of the source batch each row decodes
   std::vector<LayerCache<T>> caches_;  // per decoder layer
+  std::vector<T> reorder_spare_;       // the buffer KvCache::reorder gathers into, kept
   // The weights a step multiplies by (Transformer::step_weights), packed once per state for the
   // few-row products of every step (float only; blas.h says why).
   blas::PackedWeights packed_weights_;

@@ -99,19 +99,22 @@ void KvCache<T>::append(TensorView<const T> new_keys, TensorView<const T> new_va
 }
 
 template <typename T>
-void KvCache<T>::reorder(const std::vector<int64_t>& rows) {
+void KvCache<T>::reorder(const std::vector<int64_t>& rows, std::vector<T>& spare) {
   const int64_t new_batch = static_cast<int64_t>(rows.size());
+  for (const int64_t row : rows) {
+    CHECK(row >= 0 && row < batch) << "reorder row " << row << " outside [0, " << batch << ")";
+  }
   // Each kept sentence's part of the (B,H,length,W) tensor, into room for `capacity` positions.
+  // The spare only grows: a buffer larger than the batch needs is never read past its end.
   auto gather = [&](std::vector<T>& buffer, int64_t width) {
     const int64_t per_sentence = heads * length * width;
-    std::vector<T> gathered(static_cast<size_t>(new_batch * heads * capacity * width));
+    const auto needed = static_cast<size_t>(new_batch * heads * capacity * width);
+    if (spare.size() < needed) spare.resize(needed);
     for (int64_t i = 0; i < new_batch; ++i) {
-      const int64_t row = rows[static_cast<size_t>(i)];
-      CHECK(row >= 0 && row < batch) << "reorder row " << row << " outside [0, " << batch << ")";
-      std::copy_n(buffer.begin() + row * per_sentence, per_sentence,
-                  gathered.begin() + i * per_sentence);
+      std::copy_n(buffer.begin() + rows[static_cast<size_t>(i)] * per_sentence, per_sentence,
+                  spare.begin() + i * per_sentence);
     }
-    buffer.swap(gathered);
+    buffer.swap(spare);
   };
   gather(keys, key_width);
   gather(values, value_width);

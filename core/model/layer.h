@@ -60,8 +60,10 @@ struct KvCache {
   }
   // Appends n positions, (B,H,n,K) and (B,H,n,V).
   void append(TensorView<const T> new_keys, TensorView<const T> new_values);
-  // Keeps only the sentences at `rows`, in that order (rows may repeat): for beam search.
-  void reorder(const std::vector<int64_t>& rows);
+  // Keeps only the sentences at `rows`, in that order (rows may repeat): for beam search. The
+  // kept sentences are gathered into `spare`, which then holds the old buffer: a caller that
+  // reorders every step passes the same spare each time and allocates nothing after the first.
+  void reorder(const std::vector<int64_t>& rows, std::vector<T>& spare);
 };
 
 // A layer's caches: self-attention's and, in the decoder, cross-attention's.

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <random>
 
 #include "core/decode/greedy.h"
 #include "tests/common/tiny_model.h"
@@ -150,6 +152,42 @@ TEST(BeamSearch, LengthLimitForcesEos) {
   EXPECT_NEAR(out[0].log_prob, std::log(0.9 * 0.9 * 0.1), 1e-12);  // eos forced at the limit
   EXPECT_TRUE(out[1].tokens.empty());
   EXPECT_NEAR(out[1].log_prob, std::log(0.1), 1e-12);
+}
+
+// best_extensions against the whole candidate list sorted by ranks_before: log-probabilities
+// from a few levels, so that many candidates tie and the tie order decides who is kept; beams
+// that extend nothing (-inf), impossible tokens (-inf), and counts from 1 to past the number of
+// candidates.
+TEST(BeamSearch, BestExtensionsAreTheFirstOfTheWholeSortedCandidateList) {
+  std::mt19937 rng(7);
+  const double levels[] = {-0.5, -1.0, -1.0, -2.0, -std::numeric_limits<double>::infinity()};
+  std::uniform_int_distribution<int> level(0, 4);
+  const int64_t vocab = 9;
+  std::vector<Candidate> best;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t beams = 1 + trial % 4;
+    std::vector<double> prefixes(static_cast<size_t>(beams)), log_probs;
+    for (double& prefix : prefixes) prefix = level(rng) == 4 ? levels[4] : -0.25 * level(rng);
+    for (int64_t i = 0; i < beams * vocab; ++i) log_probs.push_back(levels[level(rng)]);
+    std::vector<Candidate> all;
+    for (int64_t k = 0; k < beams; ++k) {
+      if (!std::isfinite(prefixes[static_cast<size_t>(k)])) continue;
+      for (int32_t j = 0; j < vocab; ++j) {
+        if (j == kPad || j == kBos) continue;
+        all.push_back({prefixes[static_cast<size_t>(k)] + log_probs[k * vocab + j], k, j});
+      }
+    }
+    std::sort(all.begin(), all.end(), ranks_before);
+    const int64_t count = 1 + trial % 30;
+    best_extensions(log_probs.data(), prefixes, vocab, count, kSpecial, best);
+    const size_t expected = std::min(all.size(), static_cast<size_t>(count));
+    ASSERT_EQ(best.size(), expected) << "trial " << trial;
+    for (size_t c = 0; c < expected; ++c) {
+      EXPECT_EQ(best[c].log_prob, all[c].log_prob) << "trial " << trial << ", place " << c;
+      EXPECT_EQ(best[c].beam, all[c].beam) << "trial " << trial << ", place " << c;
+      EXPECT_EQ(best[c].token, all[c].token) << "trial " << trial << ", place " << c;
+    }
+  }
 }
 
 // The shared tiny model at twice its width, d_k = d_v = d_model / heads: the seeds of the tests

@@ -153,12 +153,18 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, KvCache,
                                                               AttentionKernel::kTiled)),
                          combination_name);
 
+// Sentences of three source tokens each, one after another in `tokens`.
+Batch three_token_sources(std::vector<int32_t> tokens) {
+  Batch source;
+  source.size = static_cast<int64_t>(tokens.size()) / 3;
+  source.src_length = 3;
+  source.src = std::move(tokens);
+  return source;
+}
+
 TEST(KvCache, ReorderKeepsTheSelectedSentences) {
   Transformer<double> model(small_config(), 4);
-  Batch source;
-  source.size = 2;
-  source.src_length = 3;
-  source.src = {3, 4, 2, 5, 2, 0};
+  const Batch source = three_token_sources({3, 4, 2, 5, 2, 0});
   // Two positions cached before the reorder and two after, so that the kept caches grow again.
   DecoderState<double> both(model, source, 5);
   both.step({1, 1});
@@ -166,16 +172,46 @@ TEST(KvCache, ReorderKeepsTheSelectedSentences) {
   both.reorder({1, 1, 0});
   both.step({6, 7, 6});
   TensorView<const double> reordered = both.step({3, 4, 5});
-  Batch second;
-  second.size = 1;
-  second.src_length = 3;
-  second.src = {5, 2, 0};
-  DecoderState<double> alone(model, second, 5);
+  DecoderState<double> alone(model, three_token_sources({5, 2, 0}), 5);
   alone.step({1});
   alone.step({9});
   alone.step({7});
   TensorView<const double> expected = alone.step({4});
   for (int64_t j = 0; j < 13; ++j) EXPECT_NEAR(reordered[13 + j], expected[j], 1e-12);
+}
+
+// A beam search's reorders: beams of one sentence swap places (their sentences stay, so the
+// cross-attention caches stay where they are) and then the sentences themselves move (the cross
+// caches move with them). Every row must go on as a state that was fed its history alone.
+TEST(KvCache, ReorderWithinAndAcrossSentencesKeepsEachRowsHistory) {
+  Transformer<double> model(small_config(), 4);
+  const Batch source = three_token_sources({3, 4, 2, 5, 2, 0});
+  DecoderState<double> beams(model, source, 5);
+  beams.step({1, 1});
+  beams.reorder({0, 0, 1, 1});
+  beams.step({5, 6, 7, 8});
+  beams.reorder({1, 0, 3, 2});  // each sentence's two beams swap
+  beams.step({3, 4, 5, 6});
+  beams.reorder({3, 2, 1, 1});  // the sentences swap, and one beam of sentence 0 is copied
+  TensorView<const double> logits = beams.step({9, 10, 11, 12});
+  const int64_t vocab = logits.dim(1);
+  // Row r's sentence and the tokens it was fed, from the reorders above.
+  const std::vector<std::pair<int64_t, std::vector<int32_t>>> histories = {
+      {1, {1, 7, 6, 9}}, {1, {1, 8, 5, 10}}, {0, {1, 5, 4, 11}}, {0, {1, 5, 4, 12}}};
+  for (int64_t r = 0; r < 4; ++r) {
+    const auto& [sentence, tokens] = histories[static_cast<size_t>(r)];
+    Batch alone_source;
+    alone_source.size = 1;
+    alone_source.src_length = 3;
+    alone_source.src.assign(source.src.begin() + sentence * 3,
+                            source.src.begin() + sentence * 3 + 3);
+    DecoderState<double> alone(model, alone_source, 5);
+    TensorView<const double> expected;
+    for (const int32_t token : tokens) expected = alone.step({token});
+    for (int64_t j = 0; j < vocab; ++j) {
+      EXPECT_NEAR(logits[r * vocab + j], expected[j], 1e-12) << "row " << r << ", token " << j;
+    }
+  }
 }
 
 TEST(Greedy, NeverEmitsPadOrBosAndStopsAtMaxLength) {
