@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/decode/decoder_state.h"
+#include "core/ops/ops.h"
 #include "core/util/check.h"
 
 namespace attnlab {
@@ -46,15 +47,14 @@ class CachedScorer final : public NextTokenScorer {
     TensorView<const T> logits = state_.step(tokens);  // (rows,N)
     const int64_t rows = static_cast<int64_t>(tokens.size());
     log_probs_.resize(static_cast<size_t>(rows * vocab_));
-    // log softmax: x_j - max - log sum_i exp(x_i - max), in double.
+    // log softmax, x_j - log sum_i exp(x_i), with the loss's log-sum-exp and the subtraction in
+    // double: within a row the log-probabilities keep the logits' order, ties and all, so beam 1
+    // picks what greedy decoding's argmax picks.
+#pragma omp parallel for schedule(static) if (rows * vocab_ >= ops::kParallelMinElements)
     for (int64_t r = 0; r < rows; ++r) {
       const T* row = logits.data() + r * vocab_;
       double* out = log_probs_.data() + r * vocab_;
-      double top = static_cast<double>(row[0]);
-      for (int64_t j = 1; j < vocab_; ++j) top = std::max(top, static_cast<double>(row[j]));
-      double sum = 0.0;
-      for (int64_t j = 0; j < vocab_; ++j) sum += std::exp(static_cast<double>(row[j]) - top);
-      const double log_sum = top + std::log(sum);
+      const double log_sum = ops::log_sum_exp(row, vocab_);
       for (int64_t j = 0; j < vocab_; ++j) out[j] = static_cast<double>(row[j]) - log_sum;
     }
     return log_probs_;

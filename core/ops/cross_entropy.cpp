@@ -96,6 +96,13 @@ double exp_of(double x) { return std::exp(x); }
 }  // namespace
 
 template <typename T>
+double log_sum_exp(const T* x, int64_t n) {
+  const T max_value = row_max(x, n);
+  // log sum_j exp(x_j) = max + log sum_j exp(x_j - max)
+  return std::log(row_sums(x, n, max_value).sum_exp) + static_cast<double>(max_value);
+}
+
+template <typename T>
 LossSums cross_entropy_forward(TensorView<T> log_probs, TensorView<const T> logits,
                                const int32_t* targets, float eps, int32_t pad_id) {
   check_shape(log_probs.shape(), logits.shape(), "cross entropy log_probs");
@@ -165,6 +172,8 @@ void cross_entropy_backward(TensorView<T> dlogits, T dloss, TensorView<const T> 
   }
 }
 
+template double log_sum_exp<float>(const float*, int64_t);
+template double log_sum_exp<double>(const double*, int64_t);
 template LossSums cross_entropy_forward<float>(TensorView<float>, TensorView<const float>,
                                                const int32_t*, float, int32_t);
 template LossSums cross_entropy_forward<double>(TensorView<double>, TensorView<const double>,

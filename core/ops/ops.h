@@ -195,6 +195,11 @@ struct LossSums {
   double nll = 0.0;    // summed negative log-likelihood of the targets
   int64_t tokens = 0;  // non-pad targets
 };
+// log sum_j exp(x_j) over a row of n >= 1 values, by the loss's own passes: float rows take
+// exp_poly in SIMD lanes with float partial sums over blocks added in double (within about 1e-7
+// relative of the exact value), double rows libm's exp. Decoding's log-softmax uses it.
+template <typename T>
+double log_sum_exp(const T* x, int64_t n);
 // log_probs may be the logits' own buffer (computed in place), and dlogits the log-probabilities'
 // buffer: one (M,N) buffer then serves logits, log-probabilities and their gradient.
 template <typename T>

@@ -3,7 +3,9 @@
 // one buffer used in place for logits, log-probabilities and gradient.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "common/gradcheck.h"
@@ -88,6 +90,35 @@ TEST(CrossEntropy, PadRowsAreIgnored) {
       view(kept_log_probs, {2, n}), const_view(kept, {2, n}), kept_targets.data(), 0.1f, 0);
   EXPECT_NEAR(kept_sums.loss, sums.loss, 1e-15);
   EXPECT_NEAR(kept_sums.nll, sums.nll, 1e-15);
+}
+
+// log_sum_exp against log sum exp summed in long double, over rows of one value, of fewer values
+// than a SIMD block, of several blocks with a partial last one, and of a vocabulary's width;
+// values from -40 to 60 (so exp(x) alone would overflow float's sums without the max) and a
+// row where one value dominates.
+TEST(CrossEntropy, LogSumExpEqualsTheSumInLongDouble) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> value(-40.0, 60.0);
+  for (const int64_t n : {1, 7, 1300, 37000}) {
+    for (const bool dominated : {false, true}) {
+      std::vector<double> row(static_cast<size_t>(n));
+      for (double& x : row) x = value(rng);
+      if (dominated) row[static_cast<size_t>(n / 2)] = 90.0;
+      std::vector<float> row_float(row.begin(), row.end());
+      long double max_value = *std::max_element(row.begin(), row.end()), sum = 0;
+      for (const double x : row) sum += std::exp(static_cast<long double>(x) - max_value);
+      const double expected = static_cast<double>(max_value + std::log(sum));
+      // The float row is the double row rounded: its own exact value is the reference, and the
+      // float sums leave about 1e-7 of it (relative), 1e-7 of its logarithm (absolute).
+      long double max_float = *std::max_element(row_float.begin(), row_float.end()), sum_float = 0;
+      for (const float x : row_float)
+        sum_float += std::exp(static_cast<long double>(x) - max_float);
+      const double expected_float = static_cast<double>(max_float + std::log(sum_float));
+      EXPECT_NEAR(ops::log_sum_exp(row.data(), n), expected, 1e-13 * std::abs(expected))
+          << n << " values";
+      EXPECT_NEAR(ops::log_sum_exp(row_float.data(), n), expected_float, 1e-6) << n << " values";
+    }
+  }
 }
 
 TEST(CrossEntropy, TargetOutsideVocabularyIsAnError) {
