@@ -125,6 +125,71 @@ TEST(Attention, FloatRowsHideScatteredKeysExactlyAndMatchDouble) {
   EXPECT_LT(max_scaled_difference(convert<double>(out_f), out), 1e-6);
 }
 
+// cached_attention against attention_forward (the batched products' path) on the same keys and
+// values, laid out as decoding caches them: in room for more positions than are filled (the
+// unfilled room holds values that must not be read), d_k != d_v, padding scattered through one
+// sentence's keys and every key of another hidden. Double to round-off, float within its bound.
+template <typename T>
+void expect_cached_attention_equals_the_batched_path(double tolerance) {
+  constexpr int64_t kBatch = 3, kHeads = 2, kLength = 37, kCapacity = 45, kKeyWidth = 5,
+                    kValueWidth = 7;
+  const Shape q_shape({kBatch, kHeads, 1, kKeyWidth}),
+      k_shape({kBatch, kHeads, kLength, kKeyWidth}),
+      v_shape({kBatch, kHeads, kLength, kValueWidth}), out_shape({kBatch, kHeads, 1, kValueWidth}),
+      probs_shape({kBatch, kHeads, 1, kLength});
+  const std::vector<T> q = convert<T>(random_uniform(q_shape.numel(), 11)),
+                       k = convert<T>(random_uniform(k_shape.numel(), 12, -2.0, 2.0)),
+                       v = convert<T>(random_uniform(v_shape.numel(), 13));
+  std::vector<uint8_t> padding(kBatch * kLength, 0);
+  for (int64_t s = 0; s < kLength; ++s) {
+    padding[static_cast<size_t>(s)] = s % 5 == 2;       // sentence 0: scattered
+    padding[static_cast<size_t>(2 * kLength + s)] = 1;  // sentence 2: nothing visible
+  }
+  const AttentionMask mask{padding.data(), false, 0};
+  const T scale = T(0.7);
+  std::vector<T> expected(static_cast<size_t>(out_shape.numel()));
+  std::vector<T> expected_probs(static_cast<size_t>(probs_shape.numel()));
+  attention_forward<T>(view(expected, out_shape), view(expected_probs, probs_shape),
+                       const_view(q, q_shape), const_view(k, k_shape), const_view(v, v_shape), mask,
+                       scale);
+  // The cache's layouts, the room past kLength filled with a poison value.
+  const T poison = T(1e30);
+  std::vector<T> keys(static_cast<size_t>(kBatch * kHeads * kCapacity * kKeyWidth), poison);
+  std::vector<T> values(static_cast<size_t>(kBatch * kHeads * kCapacity * kValueWidth), poison);
+  for (int64_t pair = 0; pair < kBatch * kHeads; ++pair) {
+    for (int64_t s = 0; s < kLength; ++s) {
+      for (int64_t j = 0; j < kKeyWidth; ++j) {
+        keys[static_cast<size_t>((pair * kCapacity + s) * kKeyWidth + j)] =
+            k[static_cast<size_t>((pair * kLength + s) * kKeyWidth + j)];
+      }
+      for (int64_t j = 0; j < kValueWidth; ++j) {
+        values[static_cast<size_t>((pair * kCapacity + s) * kValueWidth + j)] =
+            v[static_cast<size_t>((pair * kLength + s) * kValueWidth + j)];
+      }
+    }
+  }
+  std::vector<T> out(expected.size(), T(123)), probs(expected_probs.size(), T(123));
+  ops::cached_attention<T>(view(out, out_shape), view(probs, probs_shape), const_view(q, q_shape),
+                           keys.data(), values.data(), kLength, kCapacity, mask, scale);
+  EXPECT_LT(max_scaled_difference(convert<double>(probs), convert<double>(expected_probs)),
+            tolerance);
+  EXPECT_LT(max_scaled_difference(convert<double>(out), convert<double>(expected)), tolerance);
+  for (int64_t s = 0; s < kLength; ++s) {
+    if (padding[static_cast<size_t>(s)] != 0) EXPECT_EQ(probs[static_cast<size_t>(s)], T(0));
+  }
+  for (int64_t j = 2 * kHeads * kValueWidth; j < 3 * kHeads * kValueWidth; ++j) {
+    EXPECT_EQ(out[static_cast<size_t>(j)], T(0)) << "sentence 2 sees no key";
+  }
+}
+
+TEST(Attention, CachedQueriesEqualTheBatchedPathInDouble) {
+  expect_cached_attention_equals_the_batched_path<double>(1e-13);
+}
+
+TEST(Attention, CachedQueriesEqualTheBatchedPathInFloat) {
+  expect_cached_attention_equals_the_batched_path<float>(1e-6);
+}
+
 enum class MaskKind { kNone, kPadding, kCausal, kCausalOffset, kPaddingCausal };
 
 struct AttentionShape {
