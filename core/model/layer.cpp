@@ -1,6 +1,6 @@
 // A layer's sub-layer list (the placement of the pre-LN stack norm) and the KV cache of
 // incremental decoding.
-// Legend: B batch, H heads, K d_k, V d_v, n new positions.
+// Legend: B batch, H heads, K d_k, V d_v, W K or V, n new positions, t cached positions.
 #include "core/model/layer.h"
 
 #include <algorithm>
@@ -24,6 +24,22 @@ AttentionParams attention_params(const ParamTable& t, const std::string& prefix,
 FfnParams ffn_params(const ParamTable& t, const std::string& prefix) {
   return {t.index_of(names::fc1_weight(prefix)), t.index_of(names::fc1_bias(prefix)),
           t.index_of(names::fc2_weight(prefix)), t.index_of(names::fc2_bias(prefix))};
+}
+
+// Moves a (G,t,W) block layout to (G,t+n,W) in place and writes the n new rows of each group g
+// after its t old ones. The last group moves first, so that no group is overwritten before it
+// has moved.
+template <typename T>
+void append_rows(std::vector<T>& buffer, const T* fresh, int64_t groups, int64_t t, int64_t n,
+                 int64_t width) {
+  T* data = buffer.data();
+  for (int64_t g = groups - 1; g >= 0; --g) {
+    if (g > 0) {
+      std::copy_backward(data + g * t * width, data + (g + 1) * t * width,
+                         data + g * (t + n) * width + t * width);
+    }
+    std::copy_n(fresh + g * n * width, n * width, data + (g * (t + n) + t) * width);
+  }
 }
 
 }  // namespace
@@ -77,13 +93,8 @@ void KvCache<T>::append(TensorView<const T> new_keys, TensorView<const T> new_va
       << " heads";
   CHECK(length + n <= capacity) << "KV cache of " << capacity << " positions cannot hold "
                                 << length + n;
-  const int64_t K = key_width, V = value_width;
-  for (int64_t pair = 0; pair < batch * heads; ++pair) {
-    std::copy_n(new_keys.data() + pair * n * K, n * K,
-                keys.data() + (pair * capacity + length) * K);
-    std::copy_n(new_values.data() + pair * n * V, n * V,
-                values.data() + (pair * capacity + length) * V);
-  }
+  append_rows(keys, new_keys.data(), batch * heads, length, n, key_width);
+  append_rows(values, new_values.data(), batch * heads, length, n, value_width);
   length += n;
 }
 
@@ -93,18 +104,15 @@ void KvCache<T>::reorder(const std::vector<int64_t>& rows, std::vector<T>& spare
   for (const int64_t row : rows) {
     CHECK(row >= 0 && row < batch) << "reorder row " << row << " outside [0, " << batch << ")";
   }
-  // Each kept sentence's filled positions, head by head (H copies of length*W of the
-  // (B,H,capacity,W) buffer), into a spare that only grows (a buffer larger than the batch needs
-  // is never read past its end).
+  // Each kept sentence's part of the (B,H,length,W) tensor, into room for `capacity` positions.
+  // The spare only grows: a buffer larger than the batch needs is never read past its end.
   auto gather = [&](std::vector<T>& buffer, int64_t width) {
+    const int64_t per_sentence = heads * length * width;
     const auto needed = static_cast<size_t>(new_batch * heads * capacity * width);
     if (spare.size() < needed) spare.resize(needed);
     for (int64_t i = 0; i < new_batch; ++i) {
-      const int64_t row = rows[static_cast<size_t>(i)];
-      for (int64_t h = 0; h < heads; ++h) {
-        std::copy_n(buffer.begin() + (row * heads + h) * capacity * width, length * width,
-                    spare.begin() + (i * heads + h) * capacity * width);
-      }
+      std::copy_n(buffer.begin() + rows[static_cast<size_t>(i)] * per_sentence, per_sentence,
+                  spare.begin() + i * per_sentence);
     }
     buffer.swap(spare);
   };

@@ -44,16 +44,20 @@ LayerParams layer_params(const ParamTable& table, const ModelConfig& config, boo
                          int64_t index);
 
 // Incremental decoding: the keys and values an attention block has seen, `length` positions in
-// room for `capacity`, (capacity, K) key rows and (capacity, V) value rows per (sentence, head)
-// pair: appending writes the new positions in place and moves nothing. Self-attention appends
-// each step's position; cross-attention is filled once with the source's.
+// the (B,H,length,K) and (B,H,length,V) layout at the start of buffers with room for `capacity`
+// positions. Self-attention appends each step's position; cross-attention is filled once with
+// the source's.
 template <typename T>
 struct KvCache {
-  std::vector<T> keys, values;  // (B,H,capacity,K) and (B,H,capacity,V)
+  std::vector<T> keys, values;
   int64_t batch = 0, heads = 0, key_width = 0, value_width = 0, capacity = 0, length = 0;
 
   KvCache() = default;
   KvCache(int64_t batch, int64_t heads, int64_t key_width, int64_t value_width, int64_t capacity);
+  TensorView<T> key_view() { return TensorView<T>(keys.data(), {batch, heads, length, key_width}); }
+  TensorView<T> value_view() {
+    return TensorView<T>(values.data(), {batch, heads, length, value_width});
+  }
   // Appends n positions, (B,H,n,K) and (B,H,n,V).
   void append(TensorView<const T> new_keys, TensorView<const T> new_values);
   // Keeps only the sentences at `rows`, in that order (rows may repeat): for beam search. The

@@ -407,26 +407,27 @@ void Transformer<T>::attention_forward(AttentionActivations<T>& a, const Attenti
   ops::linear_forward<T>(q, query_in.reshape({B * queries, D}), in(param(p.q_weight)),
                          in(param(p.q_bias)));
   if (!one_query) ops::split_heads<T>(a.q_heads, in(q.reshape({B, queries, H * K})));
+  TensorView<T> keys = a.k_heads, values = a.v_heads;
   if (cache == nullptr || append) {
     project_keys_values(p, key_value_in, a.k_heads, a.v_heads, pools);
+  }
+  if (cache != nullptr) {
+    if (append) cache->append(in(a.k_heads), in(a.v_heads));
+    keys = cache->key_view();
+    values = cache->value_view();
   }
   const float p_drop = training ? static_cast<float>(config_.attention_dropout) : 0.0f;
   TensorView<T> heads_out =
       one_query ? a.combined.reshape({B, H, 1, V}) : shaped(pools.heads_out, {B, H, queries, V});
-  if (cache != nullptr) {
-    // Decoding: one query per sentence over the cached positions, without dropout.
-    if (append) cache->append(in(a.k_heads), in(a.v_heads));
-    ops::cached_attention<T>(heads_out, shaped(a.probs, {B, H, 1, cache->length}), in(a.q_heads),
-                             cache->keys.data(), cache->values.data(), cache->length,
-                             cache->capacity, mask, attention_scale(p));
-  } else if (tiled()) {
+  // Decoding has one query per sentence: the standard kernel, whose (B,H,1,keys) probabilities are
+  // small, whatever model.attention says (carve_sublayer carves its buffers).
+  if (tiled() && cache == nullptr) {
     ops::attention_tiled_forward<T>(heads_out, a.logsumexp, pools.attention_scratch, in(a.q_heads),
-                                    in(a.k_heads), in(a.v_heads), mask, attention_scale(p), p_drop,
-                                    key);
+                                    in(keys), in(values), mask, attention_scale(p), p_drop, key);
   } else {
-    ops::attention_forward<T>(heads_out, shaped(a.probs, {B, H, queries, a.k_heads.dim(2)}),
-                              in(a.q_heads), in(a.k_heads), in(a.v_heads), mask, attention_scale(p),
-                              p_drop, key);
+    ops::attention_forward<T>(heads_out, shaped(a.probs, {B, H, queries, keys.dim(2)}),
+                              in(a.q_heads), in(keys), in(values), mask, attention_scale(p), p_drop,
+                              key);
   }
   if (!one_query) ops::combine_heads<T>(a.combined, in(heads_out));
   ops::linear_forward<T>(out.reshape({B * queries, D}),

@@ -186,16 +186,10 @@ void Transformer<T>::fill_cross_cache(int64_t index, TensorView<const T> memory,
       decoder_[static_cast<size_t>(index)][attention_block(AttentionStack::kDecoderCross)];
   CHECK(cross.kind == SublayerKind::kCrossAttention && cache.cross.length == 0)
       << "decoder layer " << index << " has no empty cross-attention cache to fill";
-  // encode() carved the pools for the source's rows; the projected heads pass through two
-  // temporaries on their way into the cache's layout.
-  const int64_t B = memory.dim(0), S = memory.dim(1);
-  const ModelConfig& c = config_;
-  std::vector<T> k_heads(static_cast<size_t>(B * c.heads * S * c.d_k));
-  std::vector<T> v_heads(static_cast<size_t>(B * c.heads * S * c.d_v));
-  TensorView<T> k(k_heads.data(), {B, c.heads, S, c.d_k});
-  TensorView<T> v(v_heads.data(), {B, c.heads, S, c.d_v});
-  project_keys_values(cross.attention, memory, k, v, forward_pools_);
-  cache.cross.append(in(k), in(v));
+  cache.cross.length = memory.dim(1);
+  // encode() carved the pools for the source's rows.
+  project_keys_values(cross.attention, memory, cache.cross.key_view(), cache.cross.value_view(),
+                      forward_pools_);
 }
 
 template <typename T>

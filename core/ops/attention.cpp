@@ -38,30 +38,40 @@ int64_t visible_keys(const AttentionMask& mask, int64_t t, int64_t keys) {
   return limit < 0 ? 0 : (limit < keys ? limit : keys);
 }
 
-// The two passes of one cached query (cached_attention): its scores, dot products with the key
-// rows, and its output, the probability-weighted sum of the value rows. One query's products
-// (1 x K by K x S) are too small for a GEMM call each: a call costs more than its multiply-adds
-// (18% of a base model's greedy decoding went to them). The dot products' sums are reassociated
-// into vector lanes (omp simd), so they may differ from sgemm's in the last bits.
+// One query per (batch, head) pair, without dropout: incremental decoding. Its B*H products of a
+// 1 x K row with a K x S matrix are too small for a GEMM call each (a call costs more than its
+// K*S multiply-adds: 18% of a base model's greedy decoding went to them), so each pair's scores
+// are dot products, softmax'd in place, and its output the probability-weighted sum of its value
+// rows. The dot products' sums are reassociated into vector lanes (omp simd), so they may differ
+// from sgemm's in the last bits.
 template <typename T>
-void cached_query(T* out, T* scores, const T* query, const T* keys, const T* values,
-                  const uint8_t* padding, int64_t key_width, int64_t value_width, int64_t length,
-                  T scale) {
-  for (int64_t s = 0; s < length; ++s) {
-    const T* key = keys + s * key_width;
-    T dot = T(0);
+void one_query_attention(const AttentionDims& d, T* out, T* probs, const T* q, const T* k,
+                         const T* v, const AttentionMask& mask, T scale) {
+  const int64_t pairs = d.batch * d.heads;
+  const int64_t work = pairs * d.keys * (d.key_width + d.value_width);
+#pragma omp parallel for schedule(static) if (work >= kParallelMinElements)
+  for (int64_t pair = 0; pair < pairs; ++pair) {
+    const T* query = q + pair * d.key_width;
+    T* scores = probs + pair * d.keys;
+    for (int64_t s = 0; s < d.keys; ++s) {
+      const T* key = k + (pair * d.keys + s) * d.key_width;
+      T dot = T(0);
 #pragma omp simd reduction(+ : dot)
-    for (int64_t j = 0; j < key_width; ++j) dot += query[j] * key[j];
-    scores[s] = scale * dot;
-  }
-  softmax_row(scores, padding, length, length);
-  for (int64_t j = 0; j < value_width; ++j) out[j] = T(0);
-  for (int64_t s = 0; s < length; ++s) {
-    const T weight = scores[s];
-    if (weight == T(0)) continue;  // hidden keys (and underflow) add nothing
-    const T* value = values + s * value_width;
+      for (int64_t j = 0; j < d.key_width; ++j) dot += query[j] * key[j];
+      scores[s] = scale * dot;
+    }
+    const int64_t b = pair / d.heads;
+    const uint8_t* padding = mask.key_padding != nullptr ? mask.key_padding + b * d.keys : nullptr;
+    softmax_row(scores, padding, visible_keys(mask, 0, d.keys), d.keys);
+    T* target = out + pair * d.value_width;
+    for (int64_t j = 0; j < d.value_width; ++j) target[j] = T(0);
+    for (int64_t s = 0; s < d.keys; ++s) {
+      const T weight = scores[s];
+      if (weight == T(0)) continue;  // hidden keys (and underflow) add nothing
+      const T* value = v + (pair * d.keys + s) * d.value_width;
 #pragma omp simd
-    for (int64_t j = 0; j < value_width; ++j) out[j] += weight * value[j];
+      for (int64_t j = 0; j < d.value_width; ++j) target[j] += weight * value[j];
+    }
   }
 }
 
@@ -74,6 +84,10 @@ void attention_forward(TensorView<T> out, TensorView<T> probs, TensorView<const 
   const AttentionDims d = check_attention_shapes<T>(q, k, v, out.shape(), probs.shape());
   CHECK(dropout_p >= 0.0f && dropout_p < 1.0f)
       << "attention dropout must be in [0, 1), got " << dropout_p;
+  if (d.queries == 1 && dropout_p == 0.0f) {
+    one_query_attention<T>(d, out.data(), probs.data(), q.data(), k.data(), v.data(), mask, scale);
+    return;
+  }
   const int64_t pairs = d.batch * d.heads;
   const int64_t score_size = d.queries * d.keys;
   // logits (T,S) = scale * Q (T,K) K^T (K,S), for every (batch, head) pair.
@@ -91,32 +105,6 @@ void attention_forward(TensorView<T> out, TensorView<T> probs, TensorView<const 
     }
   }
   attention_values<T>(out, probs, v, dropout_p, dropout_key);
-}
-
-template <typename T>
-void cached_attention(TensorView<T> out, TensorView<T> probs, TensorView<const T> q, const T* keys,
-                      const T* values, int64_t length, int64_t capacity, const AttentionMask& mask,
-                      T scale) {
-  CHECK(q.shape().rank() == 4 && q.dim(2) == 1)
-      << "cached attention takes one query per pair, (B,H,1,K), got " << q.shape().str();
-  CHECK(length >= 0 && length <= capacity && !mask.causal)
-      << "cached attention over " << length << " of " << capacity
-      << " positions (and without a causal mask)";
-  const int64_t batch = q.dim(0), heads = q.dim(1), key_width = q.dim(3);
-  const int64_t value_width = out.dim(3);
-  check_shape(out.shape(), Shape({batch, heads, 1, value_width}), "cached attention output");
-  check_shape(probs.shape(), Shape({batch, heads, 1, length}), "cached attention probs");
-  const int64_t pairs = batch * heads;
-  const int64_t work = pairs * length * (key_width + value_width);
-#pragma omp parallel for schedule(static) if (work >= kParallelMinElements)
-  for (int64_t pair = 0; pair < pairs; ++pair) {
-    const int64_t b = pair / heads;
-    const uint8_t* padding = mask.key_padding != nullptr ? mask.key_padding + b * length : nullptr;
-    cached_query(out.data() + pair * value_width, probs.data() + pair * length,
-                 q.data() + pair * key_width, keys + pair * capacity * key_width,
-                 values + pair * capacity * value_width, padding, key_width, value_width, length,
-                 scale);
-  }
 }
 
 template <typename T>
@@ -225,12 +213,6 @@ template void attention_forward<double>(TensorView<double>, TensorView<double>,
                                         TensorView<const double>, TensorView<const double>,
                                         TensorView<const double>, const AttentionMask&, double,
                                         float, uint64_t);
-template void cached_attention<float>(TensorView<float>, TensorView<float>, TensorView<const float>,
-                                      const float*, const float*, int64_t, int64_t,
-                                      const AttentionMask&, float);
-template void cached_attention<double>(TensorView<double>, TensorView<double>,
-                                       TensorView<const double>, const double*, const double*,
-                                       int64_t, int64_t, const AttentionMask&, double);
 template void attention_values<float>(TensorView<float>, TensorView<const float>,
                                       TensorView<const float>, float, uint64_t);
 template void attention_values<double>(TensorView<double>, TensorView<const double>,

@@ -166,17 +166,6 @@ void attention_forward(TensorView<T> out,      // (B,H,T,V)
                        TensorView<const T> v,  // (B,H,S,V)
                        const AttentionMask& mask, T scale, float dropout_p = 0.0f,
                        uint64_t dropout_key = 0);
-// Incremental decoding's attention: one query per (batch, head) pair over the `length` positions
-// cached so far in room for `capacity` (core/model/layer.h, KvCache): per pair, (capacity, K) key
-// rows and (capacity, V) value rows. probs holds the scores, the mask's key_padding is
-// (B,length); no causal mask (every cached position is visible), no dropout.
-template <typename T>
-void cached_attention(TensorView<T> out,      // (B,H,1,V)
-                      TensorView<T> probs,    // (B,H,1,length)
-                      TensorView<const T> q,  // (B,H,1,K)
-                      const T* keys,          // (B,H,capacity,K)
-                      const T* values,        // (B,H,capacity,V)
-                      int64_t length, int64_t capacity, const AttentionMask& mask, T scale);
 // out = dropout(probs) V for every (batch, head) pair: attention_forward's last product, which a
 // backward that did not keep its output calls again (with the same key, the same mask).
 template <typename T>
