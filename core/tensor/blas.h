@@ -79,6 +79,30 @@ void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n,
                                const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
                                int64_t ldc, int64_t stride_c, int64_t batch);
 
+// Rounds one matrix to bf16 once for several bf16 products: while the scope lives, on this
+// thread, the first bf16 product that reads the float matrix at `data` (rows x cols as stored,
+// leading dimension ld; as either operand, transposed or not) keeps its bf16 copy, and the later
+// ones read that copy instead of rounding the matrix again. For linear_backward, whose two
+// products both read the output gradient (on base the logits' gradient, 2,048 x 37,000, is the
+// largest matrix a step rounds). The matrix must not change while the scope lives. Scopes do not
+// nest; batched products (batch > 1) and other matrices round as always.
+class Bf16OperandReuse {
+ public:
+  Bf16OperandReuse(const float* data, int64_t rows, int64_t cols, int64_t ld);
+  ~Bf16OperandReuse();
+  Bf16OperandReuse(const Bf16OperandReuse&) = delete;
+  Bf16OperandReuse& operator=(const Bf16OperandReuse&) = delete;
+  // Elements the bf16 products (gemm_bf16, gemm_bf16_strided_batched) of this thread have
+  // rounded so far (for tests).
+  static int64_t rounded_elements();
+
+ private:
+  friend struct Bf16OperandReuseAccess;
+  const float* data_;
+  int64_t rows_, cols_, ld_;
+  bool filled_ = false;
+};
+
 // The float product by oneDNN's fp32 matmul whatever fp32_engine() is, operands read in place
 // (primitives cached as gemm_bf16's, per thread).
 void gemm_onednn_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,

@@ -86,6 +86,7 @@ struct OneDnnContext {
   dnnl::stream stream{engine};
   std::map<Key, Product> primitives;
   std::vector<uint16_t> a, b;
+  std::vector<uint16_t> kept;  // a Bf16OperandReuse scope's rounded matrix
 };
 constexpr size_t kMaxPrimitives = 4096;
 // Operand rounding goes parallel from this many elements (a parallel region's wake-up costs about
@@ -191,6 +192,45 @@ std::string onednn_isa() {
   }
 }
 
+namespace {
+
+thread_local Bf16OperandReuse* t_operand_reuse = nullptr;  // this thread's scope, if any
+thread_local int64_t t_rounded_elements = 0;
+
+}  // namespace
+
+// What gemm_bf16_strided_batched asks of the thread's Bf16OperandReuse.
+struct Bf16OperandReuseAccess {
+  // The scope when it holds the matrix at `data` (rows x cols as stored, leading dimension ld)
+  // and the product is a single one; else nullptr.
+  static Bf16OperandReuse* holding(const float* data, int64_t rows, int64_t cols, int64_t ld,
+                                   int64_t batch) {
+    Bf16OperandReuse* scope = t_operand_reuse;
+    if (scope == nullptr || batch != 1 || data != scope->data_) return nullptr;
+    return rows == scope->rows_ && cols == scope->cols_ && ld == scope->ld_ ? scope : nullptr;
+  }
+  // The scope's copy, in a buffer of the thread's that grows and is kept (a training step's
+  // scopes round the same sizes every step).
+  static uint16_t* copy(const Bf16OperandReuse& scope) {
+    std::vector<uint16_t>& kept = context().kept;
+    const auto size = static_cast<size_t>(scope.rows_ * scope.cols_);
+    if (kept.size() < size) kept.resize(size);
+    return kept.data();
+  }
+  static bool filled(const Bf16OperandReuse& scope) { return scope.filled_; }
+  static void mark_filled(Bf16OperandReuse& scope) { scope.filled_ = true; }
+};
+
+Bf16OperandReuse::Bf16OperandReuse(const float* data, int64_t rows, int64_t cols, int64_t ld)
+    : data_(data), rows_(rows), cols_(cols), ld_(ld) {
+  CHECK(t_operand_reuse == nullptr) << "Bf16OperandReuse scopes do not nest";
+  t_operand_reuse = this;
+}
+
+Bf16OperandReuse::~Bf16OperandReuse() { t_operand_reuse = nullptr; }
+
+int64_t Bf16OperandReuse::rounded_elements() { return t_rounded_elements; }
+
 void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                                float alpha, const float* a, int64_t lda, int64_t stride_a,
                                const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
@@ -205,16 +245,24 @@ void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n,
   const int64_t a_size = a_rows * a_cols, b_size = b_rows * b_cols;
   if (ctx.a.size() < static_cast<size_t>(batch * a_size)) ctx.a.resize(batch * a_size);
   if (ctx.b.size() < static_cast<size_t>(batch * b_size)) ctx.b.resize(batch * b_size);
+  // A matrix this thread's Bf16OperandReuse holds is rounded once, into the scope's copy.
+  uint16_t* a_copy = ctx.a.data();
+  uint16_t* b_copy = ctx.b.data();
+  Bf16OperandReuse* const a_kept = Bf16OperandReuseAccess::holding(a, a_rows, a_cols, lda, batch);
+  Bf16OperandReuse* const b_kept =
+      a_kept == nullptr ? Bf16OperandReuseAccess::holding(b, b_rows, b_cols, ldb, batch) : nullptr;
+  if (a_kept != nullptr) a_copy = Bf16OperandReuseAccess::copy(*a_kept);
+  if (b_kept != nullptr) b_copy = Bf16OperandReuseAccess::copy(*b_kept);
+  const bool round_a = a_kept == nullptr || !Bf16OperandReuseAccess::filled(*a_kept);
+  const bool round_b = b_kept == nullptr || !Bf16OperandReuseAccess::filled(*b_kept);
   // The copies are on the critical path of every product (the matmul threads its own), so large
   // ones are split over the threads in blocks of kRoundBlockRows rows of one matrix: a training
   // step's logits gradient alone is 2,048 x 37,000 elements on base.
-  const int64_t a_blocks = (a_rows + kRoundBlockRows - 1) / kRoundBlockRows;
-  const int64_t b_blocks = (b_rows + kRoundBlockRows - 1) / kRoundBlockRows;
+  const int64_t a_blocks = round_a ? (a_rows + kRoundBlockRows - 1) / kRoundBlockRows : 0;
+  const int64_t b_blocks = round_b ? (b_rows + kRoundBlockRows - 1) / kRoundBlockRows : 0;
   const int64_t blocks = batch * (a_blocks + b_blocks);
-  const bool parallel =
-      threads() > 1 && batch * (a_size + b_size) >= kParallelMinRounding && !omp_in_parallel();
-  uint16_t* a_copy = ctx.a.data();
-  uint16_t* b_copy = ctx.b.data();
+  const int64_t rounded = batch * ((round_a ? a_size : 0) + (round_b ? b_size : 0));
+  const bool parallel = threads() > 1 && rounded >= kParallelMinRounding && !omp_in_parallel();
 #pragma omp parallel for schedule(static) num_threads(threads()) if (parallel)
   for (int64_t block = 0; block < blocks; ++block) {
     const int64_t i = block / (a_blocks + b_blocks), j = block % (a_blocks + b_blocks);
@@ -229,12 +277,15 @@ void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n,
                    b_copy + i * b_size + first * b_cols);
     }
   }
+  t_rounded_elements += rounded;
+  if (a_kept != nullptr) Bf16OperandReuseAccess::mark_filled(*a_kept);
+  if (b_kept != nullptr) Bf16OperandReuseAccess::mark_filled(*b_kept);
 
   using dt = dnnl::memory::data_type;
   run_product(Key{dt::bf16, trans_a, trans_b, false, m, n, k, a_cols, b_cols, ldc, stride_c, batch,
                   alpha, beta},
-              matrix_desc(batch, m, k, trans_a, dt::bf16, a_cols, a_size), ctx.a.data(),
-              matrix_desc(batch, k, n, trans_b, dt::bf16, b_cols, b_size), ctx.b.data(),
+              matrix_desc(batch, m, k, trans_a, dt::bf16, a_cols, a_size), a_copy,
+              matrix_desc(batch, k, n, trans_b, dt::bf16, b_cols, b_size), b_copy,
               matrix_desc(batch, m, n, false, dt::f32, ldc, stride_c), c);
 }
 

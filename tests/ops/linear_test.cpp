@@ -2,11 +2,14 @@
 // check over shapes with odd sizes, with and without bias, in float and double.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
+#include "common/bf16_precision.h"
 #include "common/gradcheck.h"
 #include "common/tensor_testing.h"
 #include "core/ops/ops.h"
+#include "core/tensor/blas.h"
 
 namespace attnlab::test {
 namespace {
@@ -31,6 +34,34 @@ TEST(Linear, HandComputed) {
   EXPECT_EQ(dinp, (std::vector<double>{4, 5}));
   EXPECT_EQ(dweight, (std::vector<double>{1, 2, 2, 4, 3, 6}));
   EXPECT_EQ(dbias, (std::vector<double>{1, 2, 3}));
+}
+
+// In bf16 linear_backward rounds its output gradient once for both products
+// (blas::Bf16OperandReuse): its gradients are bit for bit those of the two products called one by
+// one, and the elements it rounds are dout's once, W's and inp's.
+TEST(Linear, Bf16BackwardRoundsTheOutputGradientOnce) {
+  const std::string reason = blas::bf16_unsupported_reason();
+  if (!reason.empty()) GTEST_SKIP() << "bf16 products cannot run here: " << reason;
+  const int64_t rows = 37, in = 29, out = 41;
+  const std::vector<float> inp = convert<float>(random_uniform(rows * in, 3)),
+                           weight = convert<float>(random_uniform(out * in, 4)),
+                           dout = convert<float>(random_uniform(rows * out, 5));
+  std::vector<float> dinp(static_cast<size_t>(rows * in)), dweight(static_cast<size_t>(out * in)),
+      dbias(static_cast<size_t>(out));
+  std::vector<float> dinp_alone(dinp.size()), dweight_alone(dweight.size());
+  const Bf16PrecisionScope bf16_precision;
+  const int64_t before = blas::Bf16OperandReuse::rounded_elements();
+  linear_backward<float>(view(dinp, {rows, in}), view(dweight, {out, in}), view(dbias, {out}),
+                         const_view(dout, {rows, out}), const_view(inp, {rows, in}),
+                         const_view(weight, {out, in}));
+  const int64_t rounded = blas::Bf16OperandReuse::rounded_elements() - before;
+  blas::gemm<float>(false, false, rows, in, out, 1.0f, dout.data(), out, weight.data(), in, 0.0f,
+                    dinp_alone.data(), in);
+  blas::gemm<float>(true, false, out, in, rows, 1.0f, dout.data(), out, inp.data(), in, 1.0f,
+                    dweight_alone.data(), in);
+  EXPECT_EQ(rounded, rows * out + out * in + rows * in);
+  EXPECT_EQ(dinp, dinp_alone);
+  EXPECT_EQ(dweight, dweight_alone);
 }
 
 TEST(Linear, ShapeMismatchNamesBothShapes) {

@@ -20,6 +20,7 @@
 
 #include "core/tensor/blas.h"
 #include "core/util/check.h"
+#include "tests/common/bf16_precision.h"
 #include "tests/io/expect_error.h"
 
 namespace attnlab {
@@ -36,14 +37,7 @@ std::vector<float> random_matrix(int64_t count, std::mt19937& rng) {
   return values;
 }
 
-// bf16 precision until destroyed, then fp32 again, even when the test throws in between.
-class Bf16PrecisionScope {
- public:
-  Bf16PrecisionScope() { blas::set_precision(blas::Precision::kBf16); }
-  ~Bf16PrecisionScope() { blas::set_precision(blas::Precision::kFp32); }
-  Bf16PrecisionScope(const Bf16PrecisionScope&) = delete;
-  Bf16PrecisionScope& operator=(const Bf16PrecisionScope&) = delete;
-};
+using test::Bf16PrecisionScope;
 
 class Bf16Gemm : public ::testing::Test {
  protected:
@@ -265,6 +259,61 @@ TEST_F(Bf16Gemm, PrecisionSwitchRoutesFloatProductsButNotDouble) {
   EXPECT_EQ(bf16, direct);  // the switch reaches the bf16 product itself
   EXPECT_NE(bf16, fp32);
   for (int64_t i = 0; i < m * n; ++i) EXPECT_NEAR(dd[i], naive[i], 1e-12);
+}
+
+// A Bf16OperandReuse scope rounds its matrix once: two products reading it (as A, then as A
+// transposed, as linear_backward's do) give bit for bit what they give without the scope, and
+// the second rounds only its other operand. A matrix of the same shape elsewhere, the same
+// pointer read with another shape, and a product after the scope all round as always.
+TEST_F(Bf16Gemm, OperandReuseRoundsItsMatrixOnceAndChangesNoResult) {
+  const Bf16PrecisionScope bf16_precision;
+  std::mt19937 rng(31);
+  const int64_t rows = 70, cols = 45, inner = 38;
+  const std::vector<float> g = random_matrix(rows * cols, rng),
+                           other = random_matrix(rows * cols, rng),
+                           w = random_matrix(cols * inner, rng),
+                           x = random_matrix(rows * inner, rng);
+  // dx (rows x inner) = g (rows x cols) w (cols x inner); dw (cols x inner) = g^T x.
+  auto products = [&](const float* gradient, std::vector<float>& dx, std::vector<float>& dw) {
+    dx.assign(static_cast<size_t>(rows * inner), 0.0f);
+    dw.assign(static_cast<size_t>(cols * inner), 0.0f);
+    blas::gemm<float>(false, false, rows, inner, cols, 1.0f, gradient, cols, w.data(), inner, 0.0f,
+                      dx.data(), inner);
+    blas::gemm<float>(true, false, cols, inner, rows, 1.0f, gradient, cols, x.data(), inner, 0.0f,
+                      dw.data(), inner);
+  };
+  std::vector<float> dx_alone, dw_alone, dx, dw, dx_other, dw_other, dx_other_alone, dw_other_alone;
+  products(g.data(), dx_alone, dw_alone);
+  products(other.data(), dx_other_alone, dw_other_alone);
+  const int64_t before = blas::Bf16OperandReuse::rounded_elements();
+  {
+    const blas::Bf16OperandReuse reuse(g.data(), rows, cols, cols);
+    products(g.data(), dx, dw);
+    EXPECT_EQ(blas::Bf16OperandReuse::rounded_elements() - before,
+              rows * cols + cols * inner + rows * inner)
+        << "g rounded once, w and x once each";
+    const int64_t middle = blas::Bf16OperandReuse::rounded_elements();
+    products(other.data(), dx_other, dw_other);
+    EXPECT_EQ(blas::Bf16OperandReuse::rounded_elements() - middle,
+              2 * rows * cols + cols * inner + rows * inner)
+        << "another matrix of g's shape is not g";
+    const int64_t reshaped = blas::Bf16OperandReuse::rounded_elements();
+    std::vector<float> c(static_cast<size_t>(cols * inner));
+    blas::gemm<float>(false, false, cols, inner, rows, 1.0f, g.data(), rows, x.data(), inner, 0.0f,
+                      c.data(), inner);  // g's memory read as a cols x rows matrix
+    EXPECT_EQ(blas::Bf16OperandReuse::rounded_elements() - reshaped, cols * rows + rows * inner);
+    test::expect_error([&] { const blas::Bf16OperandReuse nested(x.data(), rows, inner, inner); },
+                       {"do not nest"});
+  }
+  EXPECT_EQ(dx, dx_alone);
+  EXPECT_EQ(dw, dw_alone);
+  EXPECT_EQ(dx_other, dx_other_alone);
+  EXPECT_EQ(dw_other, dw_other_alone);
+  const int64_t after = blas::Bf16OperandReuse::rounded_elements();
+  products(g.data(), dx, dw);
+  EXPECT_EQ(blas::Bf16OperandReuse::rounded_elements() - after,
+            2 * rows * cols + cols * inner + rows * inner)
+      << "after the scope g is rounded by each product";
 }
 
 TEST(OneDnnFp32Gemm, MatchesDoubleReferenceWithinTheFp32Bound) {
