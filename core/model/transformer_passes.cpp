@@ -4,9 +4,12 @@
 // function: self-attention, cross-attention or the FFN.
 // Legend: B batch, S source length, T target length, D d_model, N vocabulary, L stack length.
 #include <cstring>
+#include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "core/model/transformer.h"
+#include "core/tensor/blas.h"
 #include "core/util/rng.h"
 
 namespace attnlab {
@@ -267,6 +270,13 @@ ops::LossSums Transformer<T>::loss_blocks(bool gradient) {
   const TensorView<T> dhidden = d_dec_stream_.reshape({rows, D});
   auto grad = [&](int index) { return table_.view(grads_.data(), index); };
   const TensorView<T> dbias = output_bias_ >= 0 ? grad(output_bias_) : TensorView<T>();
+  // In bf16 every block's products read the output weight: it is rounded once for all of them.
+  std::optional<blas::Bf16OperandReuse> round_weight_once;
+  if constexpr (std::is_same_v<T, float>) {
+    if (blas::precision() == blas::Precision::kBf16) {
+      round_weight_once.emplace(param(output_weight_).data(), N, D, D);
+    }
+  }
   ops::LossSums sums;
   for (int64_t first = 0; first < rows; first += block) {
     const int64_t count = std::min(block, rows - first);

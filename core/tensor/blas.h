@@ -83,9 +83,10 @@ void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n,
 // thread, the first bf16 product that reads the float matrix at `data` (rows x cols as stored,
 // leading dimension ld; as either operand, transposed or not) keeps its bf16 copy, and the later
 // ones read that copy instead of rounding the matrix again. For linear_backward, whose two
-// products both read the output gradient (on base the logits' gradient, 2,048 x 37,000, is the
-// largest matrix a step rounds). The matrix must not change while the scope lives. Scopes do not
-// nest; batched products (batch > 1) and other matrices round as always.
+// products both read the output gradient, and the loss's blocks, which all read the output
+// weight (on base, 37,000 x 512, twice per block of rows). The matrix must not change while the
+// scope lives. Scopes nest (each holds its own matrix; inner ones end first); batched products
+// (batch > 1) and other matrices round as always.
 class Bf16OperandReuse {
  public:
   Bf16OperandReuse(const float* data, int64_t rows, int64_t cols, int64_t ld);
@@ -100,6 +101,7 @@ class Bf16OperandReuse {
   friend struct Bf16OperandReuseAccess;
   const float* data_;
   int64_t rows_, cols_, ld_;
+  size_t depth_;  // scopes of this thread around this one
   bool filled_ = false;
 };
 

@@ -86,7 +86,7 @@ struct OneDnnContext {
   dnnl::stream stream{engine};
   std::map<Key, Product> primitives;
   std::vector<uint16_t> a, b;
-  std::vector<uint16_t> kept;  // a Bf16OperandReuse scope's rounded matrix
+  std::vector<std::vector<uint16_t>> kept;  // the Bf16OperandReuse scopes' rounded matrices
 };
 constexpr size_t kMaxPrimitives = 4096;
 // Operand rounding goes parallel from this many elements (a parallel region's wake-up costs about
@@ -194,40 +194,46 @@ std::string onednn_isa() {
 
 namespace {
 
-thread_local Bf16OperandReuse* t_operand_reuse = nullptr;  // this thread's scope, if any
+thread_local std::vector<Bf16OperandReuse*>
+    t_operand_reuse;  // this thread's scopes, outermost first
 thread_local int64_t t_rounded_elements = 0;
 
 }  // namespace
 
-// What gemm_bf16_strided_batched asks of the thread's Bf16OperandReuse.
+// What gemm_bf16_strided_batched asks of the thread's Bf16OperandReuse scopes.
 struct Bf16OperandReuseAccess {
-  // The scope when it holds the matrix at `data` (rows x cols as stored, leading dimension ld)
-  // and the product is a single one; else nullptr.
+  // The scope holding the matrix at `data` (rows x cols as stored, leading dimension ld) when the
+  // product is a single one; else nullptr.
   static Bf16OperandReuse* holding(const float* data, int64_t rows, int64_t cols, int64_t ld,
                                    int64_t batch) {
-    Bf16OperandReuse* scope = t_operand_reuse;
-    if (scope == nullptr || batch != 1 || data != scope->data_) return nullptr;
-    return rows == scope->rows_ && cols == scope->cols_ && ld == scope->ld_ ? scope : nullptr;
+    if (batch != 1) return nullptr;
+    for (Bf16OperandReuse* scope : t_operand_reuse) {
+      if (data == scope->data_ && rows == scope->rows_ && cols == scope->cols_ &&
+          ld == scope->ld_) {
+        return scope;
+      }
+    }
+    return nullptr;
   }
-  // The scope's copy, in a buffer of the thread's that grows and is kept (a training step's
-  // scopes round the same sizes every step).
+  // The scope's copy, in a buffer of the thread's for its depth that grows and is kept (a
+  // training step's scopes round the same sizes every step).
   static uint16_t* copy(const Bf16OperandReuse& scope) {
-    std::vector<uint16_t>& kept = context().kept;
+    std::vector<std::vector<uint16_t>>& kept = context().kept;
+    if (kept.size() <= scope.depth_) kept.resize(scope.depth_ + 1);
     const auto size = static_cast<size_t>(scope.rows_ * scope.cols_);
-    if (kept.size() < size) kept.resize(size);
-    return kept.data();
+    if (kept[scope.depth_].size() < size) kept[scope.depth_].resize(size);
+    return kept[scope.depth_].data();
   }
   static bool filled(const Bf16OperandReuse& scope) { return scope.filled_; }
   static void mark_filled(Bf16OperandReuse& scope) { scope.filled_ = true; }
 };
 
 Bf16OperandReuse::Bf16OperandReuse(const float* data, int64_t rows, int64_t cols, int64_t ld)
-    : data_(data), rows_(rows), cols_(cols), ld_(ld) {
-  CHECK(t_operand_reuse == nullptr) << "Bf16OperandReuse scopes do not nest";
-  t_operand_reuse = this;
+    : data_(data), rows_(rows), cols_(cols), ld_(ld), depth_(t_operand_reuse.size()) {
+  t_operand_reuse.push_back(this);
 }
 
-Bf16OperandReuse::~Bf16OperandReuse() { t_operand_reuse = nullptr; }
+Bf16OperandReuse::~Bf16OperandReuse() { t_operand_reuse.pop_back(); }
 
 int64_t Bf16OperandReuse::rounded_elements() { return t_rounded_elements; }
 
@@ -249,8 +255,9 @@ void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n,
   uint16_t* a_copy = ctx.a.data();
   uint16_t* b_copy = ctx.b.data();
   Bf16OperandReuse* const a_kept = Bf16OperandReuseAccess::holding(a, a_rows, a_cols, lda, batch);
-  Bf16OperandReuse* const b_kept =
-      a_kept == nullptr ? Bf16OperandReuseAccess::holding(b, b_rows, b_cols, ldb, batch) : nullptr;
+  // (A matrix read as both operands is kept for A only: B's blocks would round into the same copy.)
+  Bf16OperandReuse* b_kept = Bf16OperandReuseAccess::holding(b, b_rows, b_cols, ldb, batch);
+  if (b_kept == a_kept) b_kept = nullptr;
   if (a_kept != nullptr) a_copy = Bf16OperandReuseAccess::copy(*a_kept);
   if (b_kept != nullptr) b_copy = Bf16OperandReuseAccess::copy(*b_kept);
   const bool round_a = a_kept == nullptr || !Bf16OperandReuseAccess::filled(*a_kept);

@@ -263,8 +263,10 @@ TEST_F(Bf16Gemm, PrecisionSwitchRoutesFloatProductsButNotDouble) {
 
 // A Bf16OperandReuse scope rounds its matrix once: two products reading it (as A, then as A
 // transposed, as linear_backward's do) give bit for bit what they give without the scope, and
-// the second rounds only its other operand. A matrix of the same shape elsewhere, the same
-// pointer read with another shape, and a product after the scope all round as always.
+// the second rounds only its other operand; read as both operands of one product it is rounded
+// once more (for B). A nested scope holds its own matrix besides. A matrix
+// of the same shape elsewhere, the same pointer read with another shape, and a product after the
+// scope all round as always.
 TEST_F(Bf16Gemm, OperandReuseRoundsItsMatrixOnceAndChangesNoResult) {
   const Bf16PrecisionScope bf16_precision;
   std::mt19937 rng(31);
@@ -285,6 +287,7 @@ TEST_F(Bf16Gemm, OperandReuseRoundsItsMatrixOnceAndChangesNoResult) {
   std::vector<float> dx_alone, dw_alone, dx, dw, dx_other, dw_other, dx_other_alone, dw_other_alone;
   products(g.data(), dx_alone, dw_alone);
   products(other.data(), dx_other_alone, dw_other_alone);
+  std::vector<float> gram_in_scope;
   const int64_t before = blas::Bf16OperandReuse::rounded_elements();
   {
     const blas::Bf16OperandReuse reuse(g.data(), rows, cols, cols);
@@ -302,11 +305,31 @@ TEST_F(Bf16Gemm, OperandReuseRoundsItsMatrixOnceAndChangesNoResult) {
     blas::gemm<float>(false, false, cols, inner, rows, 1.0f, g.data(), rows, x.data(), inner, 0.0f,
                       c.data(), inner);  // g's memory read as a cols x rows matrix
     EXPECT_EQ(blas::Bf16OperandReuse::rounded_elements() - reshaped, cols * rows + rows * inner);
-    test::expect_error([&] { const blas::Bf16OperandReuse nested(x.data(), rows, inner, inner); },
-                       {"do not nest"});
+    // g as both operands (g^T g): read from the one copy as A, rounded as B.
+    std::vector<float> gram(static_cast<size_t>(cols * cols));
+    const int64_t square = blas::Bf16OperandReuse::rounded_elements();
+    blas::gemm<float>(true, false, cols, cols, rows, 1.0f, g.data(), cols, g.data(), cols, 0.0f,
+                      gram.data(), cols);
+    EXPECT_EQ(blas::Bf16OperandReuse::rounded_elements() - square, rows * cols);
+    gram_in_scope = gram;
+    // A nested scope holds its own matrix; the outer one keeps holding g.
+    {
+      const blas::Bf16OperandReuse inner_scope(w.data(), cols, inner, inner);
+      const int64_t nested = blas::Bf16OperandReuse::rounded_elements();
+      products(g.data(), dx, dw);
+      EXPECT_EQ(blas::Bf16OperandReuse::rounded_elements() - nested, cols * inner + rows * inner)
+          << "g from the outer scope, w rounded once by the inner one, x";
+      products(g.data(), dx, dw);
+      EXPECT_EQ(blas::Bf16OperandReuse::rounded_elements() - nested,
+                cols * inner + 2 * rows * inner);
+    }
   }
   EXPECT_EQ(dx, dx_alone);
   EXPECT_EQ(dw, dw_alone);
+  std::vector<float> gram_alone(static_cast<size_t>(cols * cols));
+  blas::gemm<float>(true, false, cols, cols, rows, 1.0f, g.data(), cols, g.data(), cols, 0.0f,
+                    gram_alone.data(), cols);
+  EXPECT_EQ(gram_in_scope, gram_alone);
   EXPECT_EQ(dx_other, dx_other_alone);
   EXPECT_EQ(dw_other, dw_other_alone);
   const int64_t after = blas::Bf16OperandReuse::rounded_elements();
