@@ -9,6 +9,7 @@
 
 #include "core/model/param_names.h"
 #include "core/ops/attention_tiled.h"
+#include "core/tensor/blas.h"
 
 namespace attnlab {
 namespace {
@@ -379,6 +380,8 @@ void Transformer<T>::project_keys_values(const AttentionParams& p, TensorView<co
   const bool one_position = keys == 1;
   TensorView<T> k = one_position ? k_heads.reshape({B, H * K}) : shaped(pools.k, {B * keys, H * K});
   TensorView<T> v = one_position ? v_heads.reshape({B, H * V}) : shaped(pools.v, {B * keys, H * V});
+  // In bf16 the two products round their shared input once.
+  const blas::Bf16OperandReuseIfBf16<T> round_input_once(key_value_in.data(), B * keys, D, D);
   ops::linear_forward<T>(k, key_value_in.reshape({B * keys, D}), in(param(p.k_weight)),
                          in(param(p.k_bias)));
   ops::linear_forward<T>(v, key_value_in.reshape({B * keys, D}), in(param(p.v_weight)),
@@ -404,6 +407,9 @@ void Transformer<T>::attention_forward(AttentionActivations<T>& a, const Attenti
   const bool one_query = queries == 1;
   TensorView<T> q =
       one_query ? a.q_heads.reshape({B, H * K}) : shaped(pools.q, {B * queries, H * K});
+  // In bf16 self-attention's q, k and v products round their shared input once (the scope in
+  // project_keys_values covers k and v, and cross-attention's memory).
+  const blas::Bf16OperandReuseIfBf16<T> round_query_in_once(query_in.data(), B * queries, D, D);
   ops::linear_forward<T>(q, query_in.reshape({B * queries, D}), in(param(p.q_weight)),
                          in(param(p.q_bias)));
   if (!one_query) ops::split_heads<T>(a.q_heads, in(q.reshape({B, queries, H * K})));
@@ -487,6 +493,12 @@ void Transformer<T>::attention_backward(AttentionActivations<T>& a, const Attent
   ops::combine_heads<T>(dk, in(dk_heads));
   ops::combine_heads<T>(dv, in(dv_heads));
   auto rows = [&](TensorView<T> v, int64_t n) { return v.reshape({batch_ * n, v.dim(2)}); };
+  // In bf16 the weight gradients' products round their shared inputs once: the query input for
+  // q (and, in self-attention, k and v), the key-value input for k and v.
+  const blas::Bf16OperandReuseIfBf16<T> round_query_in_once(query_in.data(), batch_ * queries, D,
+                                                            D);
+  const blas::Bf16OperandReuseIfBf16<T> round_key_value_in_once(key_value_in.data(), batch_ * keys,
+                                                                D, D);
   ops::linear_backward<T>(rows(dquery_in, queries), grad(p.q_weight), grad(p.q_bias),
                           in(rows(dq, queries)), query_in.reshape({batch_ * queries, D}),
                           in(param(p.q_weight)), accumulate_query);

@@ -4,8 +4,6 @@
 // function: self-attention, cross-attention or the FFN.
 // Legend: B batch, S source length, T target length, D d_model, N vocabulary, L stack length.
 #include <cstring>
-#include <optional>
-#include <type_traits>
 #include <utility>
 
 #include "core/model/transformer.h"
@@ -256,7 +254,12 @@ ops::LossSums Transformer<T>::forward(const Batch& batch, float label_smoothing,
   stack_forward(enc_, encoder_, false, training, dropout_seed);
   embed_forward(dec_.embedded, tgt_in_.data(), tgt_embedding_, tgt_positions_, 0, p_drop,
                 site_key(dropout_seed, 1, 0, 0, kEmbedding));
-  stack_forward(dec_, decoder_, true, training, dropout_seed);
+  {
+    // In bf16 every decoder layer's key and value products read the encoder output: rounded once.
+    const blas::Bf16OperandReuseIfBf16<T> round_memory_once(enc_.output.data(), B * S,
+                                                            config_.d_model, config_.d_model);
+    stack_forward(dec_, decoder_, true, training, dropout_seed);
+  }
   log_probs_kept_ = keep_log_probs_;
   loss_gradient_ready_ = training;
   return loss_blocks(training);
@@ -271,12 +274,7 @@ ops::LossSums Transformer<T>::loss_blocks(bool gradient) {
   auto grad = [&](int index) { return table_.view(grads_.data(), index); };
   const TensorView<T> dbias = output_bias_ >= 0 ? grad(output_bias_) : TensorView<T>();
   // In bf16 every block's products read the output weight: it is rounded once for all of them.
-  std::optional<blas::Bf16OperandReuse> round_weight_once;
-  if constexpr (std::is_same_v<T, float>) {
-    if (blas::precision() == blas::Precision::kBf16) {
-      round_weight_once.emplace(param(output_weight_).data(), N, D, D);
-    }
-  }
+  const blas::Bf16OperandReuseIfBf16<T> round_weight_once(param(output_weight_).data(), N, D, D);
   ops::LossSums sums;
   for (int64_t first = 0; first < rows; first += block) {
     const int64_t count = std::min(block, rows - first);
@@ -308,7 +306,14 @@ void Transformer<T>::backward() {
   loss_gradient_ready_ = false;
   std::memset(d_enc_output_.data(), 0, static_cast<size_t>(d_enc_output_.numel()) * sizeof(T));
   TensorView<T> ddec = d_dec_stream_;
-  TensorView<T> dembedded = stack_backward(dec_, decoder_, true, ddec, dropout_seed_);
+  TensorView<T> dembedded;
+  {
+    // In bf16 the weight gradients of every decoder layer's keys and values read the encoder
+    // output: rounded once.
+    const blas::Bf16OperandReuseIfBf16<T> round_memory_once(
+        enc_.output.data(), batch_ * src_length_, config_.d_model, config_.d_model);
+    dembedded = stack_backward(dec_, decoder_, true, ddec, dropout_seed_);
+  }
   embed_backward(dembedded, tgt_in_.data(), tgt_embedding_, tgt_positions_, training_,
                  site_key(dropout_seed_, 1, 0, 0, kEmbedding));
   std::memcpy(d_enc_stream_.data(), d_enc_output_.data(),

@@ -5,8 +5,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <optional>
-#include <type_traits>
 
 #include "core/ops/ops.h"
 #include "core/tensor/blas.h"
@@ -45,13 +43,9 @@ void linear_backward(TensorView<T> dinp, TensorView<T> dweight, TensorView<T> db
   const int64_t rows = inp.numel() / in_features;
   check_shape(dout.shape(), Shape({rows, out_features}), "linear dout");
   check_shape(dweight.shape(), weight.shape(), "linear dweight");
-  // In bf16 both products read dout: it is rounded once (blas::Bf16OperandReuse).
-  std::optional<blas::Bf16OperandReuse> round_dout_once;
-  if constexpr (std::is_same_v<T, float>) {
-    if (blas::precision() == blas::Precision::kBf16 && !dinp.empty()) {
-      round_dout_once.emplace(dout.data(), rows, out_features, out_features);
-    }
-  }
+  // In bf16 both products read dout: it is rounded once.
+  const blas::Bf16OperandReuseIfBf16<T> round_dout_once(dout.data(), rows, out_features,
+                                                        out_features);
   // dinp (M,I) = dout (M,O) W (O,I)
   if (!dinp.empty()) {
     check_shape(dinp.shape(), Shape({rows, in_features}), "linear dinp");

@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "core/util/enum_names.h"
@@ -96,6 +98,10 @@ class Bf16OperandReuse {
   // Elements the bf16 products (gemm_bf16, gemm_bf16_strided_batched) of this thread have
   // rounded so far (for tests).
   static int64_t rounded_elements();
+  // While disabled (on this thread; enabled by default) scopes hold nothing and every product
+  // rounds its operands, so that tests can compare results with and without reuse. Returns the
+  // previous setting.
+  static bool set_enabled(bool enabled);
 
  private:
   friend struct Bf16OperandReuseAccess;
@@ -103,6 +109,22 @@ class Bf16OperandReuse {
   int64_t rows_, cols_, ld_;
   size_t depth_;  // scopes of this thread around this one
   bool filled_ = false;
+};
+
+// A Bf16OperandReuse where a product of T rounds its operands to bf16 (float products under
+// precision() bf16), and nothing otherwise (double, fp32): one line opens it in code templated on
+// the element type.
+template <typename T>
+class Bf16OperandReuseIfBf16 {
+ public:
+  Bf16OperandReuseIfBf16(const T* data, int64_t rows, int64_t cols, int64_t ld) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (precision() == Precision::kBf16) scope_.emplace(data, rows, cols, ld);
+    }
+  }
+
+ private:
+  std::optional<Bf16OperandReuse> scope_;
 };
 
 // The float product by oneDNN's fp32 matmul whatever fp32_engine() is, operands read in place

@@ -197,6 +197,7 @@ namespace {
 thread_local std::vector<Bf16OperandReuse*>
     t_operand_reuse;  // this thread's scopes, outermost first
 thread_local int64_t t_rounded_elements = 0;
+thread_local bool t_operand_reuse_enabled = true;
 
 }  // namespace
 
@@ -206,7 +207,7 @@ struct Bf16OperandReuseAccess {
   // product is a single one; else nullptr.
   static Bf16OperandReuse* holding(const float* data, int64_t rows, int64_t cols, int64_t ld,
                                    int64_t batch) {
-    if (batch != 1) return nullptr;
+    if (batch != 1 || !t_operand_reuse_enabled) return nullptr;
     for (Bf16OperandReuse* scope : t_operand_reuse) {
       if (data == scope->data_ && rows == scope->rows_ && cols == scope->cols_ &&
           ld == scope->ld_) {
@@ -236,6 +237,10 @@ Bf16OperandReuse::Bf16OperandReuse(const float* data, int64_t rows, int64_t cols
 Bf16OperandReuse::~Bf16OperandReuse() { t_operand_reuse.pop_back(); }
 
 int64_t Bf16OperandReuse::rounded_elements() { return t_rounded_elements; }
+
+bool Bf16OperandReuse::set_enabled(bool enabled) {
+  return std::exchange(t_operand_reuse_enabled, enabled);
+}
 
 void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                                float alpha, const float* a, int64_t lda, int64_t stride_a,

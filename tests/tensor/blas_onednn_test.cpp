@@ -339,6 +339,34 @@ TEST_F(Bf16Gemm, OperandReuseRoundsItsMatrixOnceAndChangesNoResult) {
       << "after the scope g is rounded by each product";
 }
 
+// The wrapper holds its matrix only where float products round to bf16: under fp32 precision an
+// explicit bf16 product still rounds at every call.
+TEST_F(Bf16Gemm, OperandReuseIfBf16HoldsOnlyUnderBf16Precision) {
+  std::mt19937 rng(37);
+  const int64_t rows = 20, cols = 12, inner = 9;
+  const std::vector<float> g = random_matrix(rows * cols, rng),
+                           w = random_matrix(cols * inner, rng);
+  std::vector<float> c(static_cast<size_t>(rows * inner));
+  auto two_products = [&] {
+    const int64_t before = blas::Bf16OperandReuse::rounded_elements();
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      blas::gemm_bf16(false, false, rows, inner, cols, 1.0f, g.data(), cols, w.data(), inner, 0.0f,
+                      c.data(), inner);
+    }
+    return blas::Bf16OperandReuse::rounded_elements() - before;
+  };
+  {
+    const blas::Bf16OperandReuseIfBf16<float> fp32_scope(g.data(), rows, cols, cols);
+    EXPECT_EQ(two_products(), 2 * (rows * cols + cols * inner)) << "fp32 precision: no scope";
+  }
+  const Bf16PrecisionScope bf16_precision;
+  {
+    const blas::Bf16OperandReuseIfBf16<float> bf16_scope(g.data(), rows, cols, cols);
+    EXPECT_EQ(two_products(), rows * cols + 2 * cols * inner) << "bf16 precision: g held";
+  }
+  EXPECT_EQ(two_products(), 2 * (rows * cols + cols * inner)) << "the scope ended";
+}
+
 TEST(OneDnnFp32Gemm, MatchesDoubleReferenceWithinTheFp32Bound) {
   // Decoding's shapes are few rows by wide weights; the odd ones reach partial tiles.
   for_each_product(
