@@ -246,7 +246,13 @@ int product_threads(int64_t m, int64_t n, int64_t k) {
 
 std::string wait_policy() {
   const char* policy = std::getenv("OMP_WAIT_POLICY");
-  return policy == nullptr || *policy == '\0' ? std::string("unset") : std::string(policy);
+  std::string text =
+      policy == nullptr || *policy == '\0' ? std::string("unset") : std::string(policy);
+  // libgomp's GOMP_SPINCOUNT overrides the policy's spin: idle threads spin that many rounds
+  // before they sleep (docs/design.md, "Threads").
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  if (spin != nullptr && *spin != '\0') text += std::string(", GOMP_SPINCOUNT=") + spin;
+  return text;
 }
 
 void set_threads(int threads) {

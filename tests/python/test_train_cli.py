@@ -517,20 +517,24 @@ def test_inspect_shows_every_model_key_and_the_step_the_run_ended_at(attnlab, tm
     assert " norm_type=rmsnorm" in model
 
 
-@pytest.mark.parametrize("policy", [None, "active"])
-def test_idle_threads_sleep_unless_the_user_chose_otherwise(attnlab, tmp_path, policy):
+@pytest.mark.parametrize("policy,spin", [(None, None), ("active", None), (None, "10000")])
+def test_idle_threads_sleep_unless_the_user_chose_otherwise(attnlab, tmp_path, policy, spin):
     """libgomp reads OMP_WAIT_POLICY only when it loads: attnlab restarts itself with `passive`
-    when the environment has none, and keeps a value the user set."""
+    when the environment has none, and keeps a value the user set; a GOMP_SPINCOUNT the user set
+    (idle threads spin that long before they sleep) is kept and recorded beside the policy."""
     env = attnlab_env({"OMP_NUM_THREADS": "2"})
     env.pop("OMP_WAIT_POLICY", None)
+    env.pop("GOMP_SPINCOUNT", None)
     if policy:
         env["OMP_WAIT_POLICY"] = policy
+    if spin:
+        env["GOMP_SPINCOUNT"] = spin
     out = tmp_path / "run"
     result = subprocess.run(
         [str(attnlab), "train", "-c", str(TASK), *TINY, "--set", "train.steps=2",
          "--set", "cluster.threads_per_rank=2", "--out", str(out)],
         capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
-    expected = policy or "passive"
+    expected = (policy or "passive") + (f", GOMP_SPINCOUNT={spin}" if spin else "")
     assert f"2 thread(s) per rank (OMP_WAIT_POLICY={expected})" in result.stderr
     assert summary(out / "run.h5")["omp_wait_policy"] == expected
