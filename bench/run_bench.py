@@ -67,6 +67,10 @@ BUSY_SECONDS = 3
 # The implementations of a run: fp32 always, the bf16 pair where the CPU runs bf16 natively.
 FP32_IMPLS = ("attnlab", "torch")
 BF16_IMPLS = ("attnlab_bf16", "torch_bf16")
+# At 2 threads attnlab also runs as on cores of its own: idle threads spin this many rounds
+# before they sleep (libgomp's GOMP_SPINCOUNT; docs/design.md, "Threads"). Training only.
+DEDICATED_SPINCOUNT = "100000"
+SPIN_IMPLS = {"attnlab": "attnlab_spin", "attnlab_bf16": "attnlab_bf16_spin"}
 
 
 class Row:
@@ -143,6 +147,8 @@ def child_env(threads, coretype, impl="attnlab"):
         env["OPENBLAS_NUM_THREADS"] = "1"
         if not env.get("OMP_WAIT_POLICY"):
             env["OMP_WAIT_POLICY"] = "passive"
+        if impl in SPIN_IMPLS.values():
+            env["GOMP_SPINCOUNT"] = DEDICATED_SPINCOUNT
     else:
         env["OPENBLAS_NUM_THREADS"] = str(threads)
     if coretype:
@@ -174,8 +180,10 @@ def bench_commands(row, build_dir):
     bf16 = ["--decode-repeats", "0", "--beam", "0", "--precision", "bf16"]
     attnlab = [str(build_dir / "bench" / "attnlab_train_bench")] + common
     torch = [sys.executable, str(ROOT / "bench" / "torch_reference.py")] + common
+    training = ["--decode-repeats", "0", "--beam", "0"]
     return {"attnlab": attnlab + decode, "torch": torch + decode,
-            "attnlab_bf16": attnlab + bf16, "torch_bf16": torch + bf16}
+            "attnlab_bf16": attnlab + bf16, "torch_bf16": torch + bf16,
+            "attnlab_spin": attnlab + training, "attnlab_bf16_spin": attnlab + bf16}
 
 
 def run_order(impls, repeat, index):
@@ -197,6 +205,8 @@ def measure(rows, args, coretype, log, impls=FP32_IMPLS):
             for impl in run_order(impls, repeat, index):
                 if impl.startswith("torch") and args.no_torch:
                     continue
+                if impl in SPIN_IMPLS.values() and row.threads == 1:
+                    continue  # one thread has no idle thread to spin
                 env = child_env(row.threads, coretype, impl)
                 results[row.key][impl].append(run_json(commands[impl], env, log))
     return results
@@ -444,6 +454,8 @@ def threads_table(rows, results, context):
     lines = ["| config | impl | 1 thread tok/s | 2 threads tok/s | speed-up | target | verdict | "
              "CPU efficiency | OpenBLAS sgemm 2/1 | speed-up / OpenBLAS's |",
              "|---|---|---|---|---|---|---|---|---|---|"]
+    # The spinning rows set their 2 threads against the same implementation's 1 thread.
+    one_thread_impl = {spin: impl for impl, spin in SPIN_IMPLS.items()}
     configs = sorted({row.config for row in rows}, key=list(THREAD_SPEEDUP_TARGETS).index)
     for config in configs:
         one, two = by_key.get((config, 1)), by_key.get((config, 2))
@@ -452,8 +464,10 @@ def threads_table(rows, results, context):
         torch_one, torch_two = results[one.key].get("torch", []), results[two.key].get("torch", [])
         openblas = ratio_of(med(torch_two, "openblas_sgemm_peak_gflops"),
                             med(torch_one, "openblas_sgemm_peak_gflops"))
-        for impl in ("attnlab", "attnlab_bf16", "torch", "torch_bf16"):
-            r1, r2 = results[one.key].get(impl, []), results[two.key].get(impl, [])
+        for impl in ("attnlab", "attnlab_spin", "attnlab_bf16", "attnlab_bf16_spin", "torch",
+                     "torch_bf16"):
+            r1 = results[one.key].get(one_thread_impl.get(impl, impl), [])
+            r2 = results[two.key].get(impl, [])
             if not r1 or not r2:
                 continue
             speedup = ratio_of(med(r2, "tokens_per_s"), med(r1, "tokens_per_s"))
@@ -483,7 +497,10 @@ def threads_section(rows, results, context):
         "attnlab keeps one thread pool: OpenMP's. OpenBLAS runs one thread, and blas::gemm splits "
         "every large product into one block of rows or columns per thread (core/tensor/blas.cpp); "
         "attention's per-head products go to the threads whole; idle threads sleep "
-        "(OMP_WAIT_POLICY=passive). 'CPU efficiency': tokens per CPU second at 2 threads over 1 "
+        "(OMP_WAIT_POLICY=passive). The _spin rows run attnlab as on cores of its own "
+        f"(GOMP_SPINCOUNT={DEDICATED_SPINCOUNT}: idle threads spin that many rounds before they "
+        "sleep; docs/design.md says when to set it), their 2 threads against the same "
+        "precision's 1 thread. 'CPU efficiency': tokens per CPU second at 2 threads over 1 "
         "thread (100% when the second thread costs no extra work). 'OpenBLAS sgemm 2/1': "
         "OpenBLAS's own threaded sgemm (PyTorch's torch.mm, 1024^3) at 2 threads over 1, the "
         "scaling a product reaches on these cores; the last column sets attnlab's speed-up "
@@ -809,6 +826,8 @@ def main():
     coretype, coretype_source = openblas_coretype()
     rows = plan(args)
     impls, bf16_reason = bf16_plan(args)
+    if any(row.threads > 1 for row in rows):
+        impls = impls + tuple(SPIN_IMPLS[impl] for impl in impls if impl in SPIN_IMPLS)
     log(f"run_bench: {len(rows)} rows, OPENBLAS_CORETYPE={coretype or '(unset)'} "
         f"({coretype_source}), load {load_start}, busy cores {busy_start}, bf16 rows: {bf16_reason or 'yes'}")
     results = measure(rows, args, coretype, log, impls)

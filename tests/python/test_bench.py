@@ -307,18 +307,23 @@ def test_kernels_leave_bf16_out_on_a_cpu_without_it(tmp_path):
 def two_thread_raw(busy_start="0.02"):
     """synthetic_raw plus a 2-thread row per configuration, the speed-ups chosen for both
     verdicts: attnlab fp32 1.6x on tiny (met, 1.5x), 1.7x on small (missed, 1.8x), 1.9x on base
-    (met); attnlab bf16 1.2x on base (missed); PyTorch 0.8x on tiny (slower than one thread). Each
-    second thread costs a quarter more CPU time; OpenBLAS's own sgemm scales 1.9x."""
+    (met); attnlab bf16 1.2x on base (missed); PyTorch 0.8x on tiny (slower than one thread); with
+    idle threads spinning (the _spin rows, 2 threads only) attnlab fp32 1.85x on small (met) and
+    bf16 1.5x on base (missed). Each second thread costs a quarter more CPU time; OpenBLAS's own
+    sgemm scales 1.9x."""
     raw = synthetic_raw()
     speedups = {"tiny": (1.6, 0.8, 1.5), "small": (1.7, 1.2, 1.8), "base": (1.9, 1.5, 1.2)}
+    spinning = {"tiny": (1.7, 1.6), "small": (1.85, 1.9), "base": (1.95, 1.5)}
     for config, (attnlab, torch, bf16) in speedups.items():
         raw["rows"].append({"config": config, "threads": 2, "steps": 2, "warmup": 1,
                             "repeats": 1, "decode": False, "beam": 0})
         one = raw["results"][f"{config} t1"]
         two = {}
+        spin_fp32, spin_bf16 = spinning[config]
         for impl, factor in (("attnlab", attnlab), ("torch", torch), ("attnlab_bf16", bf16),
-                             ("torch_bf16", torch)):
-            base = one[impl][0]
+                             ("torch_bf16", torch), ("attnlab_spin", spin_fp32),
+                             ("attnlab_bf16_spin", spin_bf16)):
+            base = one[impl.removesuffix("_spin")][0]
             two[impl] = [dict(base, threads=2, tokens_per_s=base["tokens_per_s"] * factor,
                               tokens_per_cpu_s=base["tokens_per_cpu_s"] / 1.25,
                               openblas_sgemm_peak_gflops=190.0)]
@@ -338,6 +343,12 @@ def test_threads_section_judges_each_speed_up_against_its_target(tmp_path):
     assert small[4:6] == ["1.70x", ">= 1.8x"] and small[6].startswith("MISSED by 6%")
     assert table_row(rows, "| base | attnlab |")[6].startswith("met")
     assert table_row(rows, "| base | attnlab_bf16 |")[6].startswith("MISSED by 33%")
+    # The spinning rows: 2 threads with GOMP_SPINCOUNT against the default's 1 thread.
+    small_spin = table_row(rows, "| small | attnlab_spin |")
+    assert small_spin[2:6] == ["300.0", "555.0", "1.85x", ">= 1.8x"]
+    assert small_spin[6].startswith("met")
+    assert table_row(rows, "| base | attnlab_bf16_spin |")[6].startswith("MISSED by 17%")
+    assert "GOMP_SPINCOUNT=100000" in "\n".join(rows)
     assert table_row(rows, "| tiny | torch |")[4:7] == ["0.80x", "-", "slower than 1 thread"]
     assert table_row(rows, "| small | torch |")[6] == "-"
     assert "No other process ran when the bench started" in page
@@ -366,12 +377,17 @@ def test_one_thread_pages_have_no_threads_section(tmp_path):
 
 def test_attnlab_runs_as_the_program_sets_itself_and_pytorch_as_usual(monkeypatch):
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
     attnlab = run_bench.child_env(2, "Zen", "attnlab_bf16")
     assert (attnlab["OMP_NUM_THREADS"], attnlab["OPENBLAS_NUM_THREADS"],
             attnlab["OMP_WAIT_POLICY"]) == ("2", "1", "passive")
     torch = run_bench.child_env(2, "Zen", "torch")
     assert (torch["OMP_NUM_THREADS"], torch["OPENBLAS_NUM_THREADS"]) == ("2", "2")
     assert "OMP_WAIT_POLICY" not in torch
+    assert "GOMP_SPINCOUNT" not in attnlab
+    spinning = run_bench.child_env(2, "Zen", "attnlab_bf16_spin")
+    assert (spinning["OMP_WAIT_POLICY"], spinning["GOMP_SPINCOUNT"]) == ("passive", "100000")
+    assert "GOMP_SPINCOUNT" not in torch
     monkeypatch.setenv("OMP_WAIT_POLICY", "active")
     assert run_bench.child_env(2, "Zen")["OMP_WAIT_POLICY"] == "active"
 
