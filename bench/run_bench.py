@@ -167,7 +167,8 @@ def run_json(command, env, log):
     log(f"    {result['impl']:8s} {result.get('precision', 'fp32')} {result['config']:5s} "
         f"t{result['threads']}: "
         f"{result['tokens_per_s']:8.1f} tok/s, step {result['step_s']:.3f} s, "
-        f"RSS {result['peak_rss_mib']:.0f} MiB  ({seconds:.0f} s)")
+        f"RSS {result['peak_rss_mib']:.0f} MiB  ({seconds:.0f} s)"
+        + (f", GOMP_SPINCOUNT={env['GOMP_SPINCOUNT']}" if "GOMP_SPINCOUNT" in env else ""))
     return result
 
 
