@@ -178,10 +178,10 @@ def bench_commands(row, build_dir):
     decode = ["--decode-repeats", "1" if row.decode else "0", "--beam", str(row.beam)]
     # bf16 rows time training only: the targets are about training, and PyTorch 1.13's eval
     # fast path cannot decode under autocast.
-    bf16 = ["--decode-repeats", "0", "--beam", "0", "--precision", "bf16"]
+    training = ["--decode-repeats", "0", "--beam", "0"]
+    bf16 = training + ["--precision", "bf16"]
     attnlab = [str(build_dir / "bench" / "attnlab_train_bench")] + common
     torch = [sys.executable, str(ROOT / "bench" / "torch_reference.py")] + common
-    training = ["--decode-repeats", "0", "--beam", "0"]
     return {"attnlab": attnlab + decode, "torch": torch + decode,
             "attnlab_bf16": attnlab + bf16, "torch_bf16": torch + bf16,
             "attnlab_spin": attnlab + training, "attnlab_bf16_spin": attnlab + bf16}
