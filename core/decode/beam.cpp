@@ -50,7 +50,7 @@ class CachedScorer final : public NextTokenScorer {
     // log softmax, x_j - log sum_i exp(x_i), with the loss's log-sum-exp and the subtraction in
     // double: within a row the log-probabilities keep the logits' order, ties and all, so beam 1
     // picks what greedy decoding's argmax picks.
-#pragma omp parallel for schedule(static) if (rows * vocab_ >= ops::kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (rows * vocab_ >= ops::kParallelMinElements)
     for (int64_t r = 0; r < rows; ++r) {
       const T* row = logits.data() + r * vocab_;
       double* out = log_probs_.data() + r * vocab_;

@@ -65,7 +65,7 @@ template <typename T>
 void Transformer<T>::scale_grads(T factor) {
   T* grads = grads_.data();
   const auto size = static_cast<int64_t>(grads_.size());
-#pragma omp parallel for schedule(static) if (size >= ops::kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (size >= ops::kParallelMinElements)
   for (int64_t i = 0; i < size; ++i) grads[i] *= factor;
 }
 

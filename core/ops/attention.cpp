@@ -49,7 +49,7 @@ void one_query_attention(const AttentionDims& d, T* out, T* probs, const T* q, c
                          const T* v, const AttentionMask& mask, T scale) {
   const int64_t pairs = d.batch * d.heads;
   const int64_t work = pairs * d.keys * (d.key_width + d.value_width);
-#pragma omp parallel for schedule(static) if (work >= kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (work >= kParallelMinElements)
   for (int64_t pair = 0; pair < pairs; ++pair) {
     const T* query = q + pair * d.key_width;
     T* scores = probs + pair * d.keys;
@@ -95,7 +95,7 @@ void attention_forward(TensorView<T> out, TensorView<T> probs, TensorView<const 
                                 d.key_width, d.queries * d.key_width, k.data(), d.key_width,
                                 d.keys * d.key_width, T(0), probs.data(), d.keys, score_size,
                                 pairs);
-#pragma omp parallel for schedule(static) if (pairs * score_size >= kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (pairs * score_size >= kParallelMinElements)
   for (int64_t pair = 0; pair < pairs; ++pair) {
     const int64_t b = pair / d.heads;
     const uint8_t* padding = mask.key_padding != nullptr ? mask.key_padding + b * d.keys : nullptr;
@@ -129,7 +129,7 @@ void attention_values(TensorView<T> out, TensorView<const T> probs, TensorView<c
   // With dropout the dropped probabilities are never stored: each output row is accumulated from
   // the mask directly, so forward needs no scratch (backward rebuilds them).
   const T keep_scale = T(1) / (T(1) - static_cast<T>(dropout_p));
-#pragma omp parallel for schedule(static) if (pairs * score_size >= kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (pairs * score_size >= kParallelMinElements)
   for (int64_t pair = 0; pair < pairs; ++pair) {
     for (int64_t t = 0; t < queries; ++t) {
       const T* row = probs.data() + pair * score_size + t * keys;
@@ -183,7 +183,7 @@ void attention_backward(TensorView<T> dq, TensorView<T> dk, TensorView<T> dv, T*
     for (int64_t i = 0; i < total; ++i) scratch[i] = kept(i) ? scratch[i] * keep_scale : T(0);
   }
   // d softmax: dlogits = p * (dp - sum(dp * p)); hidden keys have p = 0 and get 0.
-#pragma omp parallel for schedule(static) if (total >= kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (total >= kParallelMinElements)
   for (int64_t row_index = 0; row_index < pairs * d.queries; ++row_index) {
     softmax_backward_row(scratch.data() + row_index * d.keys, probs.data() + row_index * d.keys,
                          d.keys);

@@ -155,7 +155,7 @@ void cross_entropy_backward(TensorView<T> dlogits, T dloss, TensorView<const T> 
   const int64_t vocab = log_probs.dim(1);
   const T off_target = vocab > 1 ? static_cast<T>(eps) / static_cast<T>(vocab - 1) : T(0);
   const T on_target = T(1) - static_cast<T>(eps);
-#pragma omp parallel for schedule(static) if (rows * vocab >= kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (rows * vocab >= kParallelMinElements)
   for (int64_t m = 0; m < rows; ++m) {
     T* g = dlogits.data() + m * vocab;
     const int32_t target = targets[m];

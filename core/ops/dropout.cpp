@@ -64,7 +64,7 @@ void dropout_forward(TensorView<T> out, TensorView<const T> inp, float p, uint64
   T* out_data = out.data();
   const T* inp_data = inp.data();
   const int64_t chunks = (n + kDropoutChunk - 1) / kDropoutChunk;
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (n >= kParallelMinElements)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * kDropoutChunk;
     const int64_t end = begin + kDropoutChunk < n ? begin + kDropoutChunk : n;

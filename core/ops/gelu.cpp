@@ -21,7 +21,7 @@ void gelu_forward(TensorView<T> out, TensorView<const T> inp) {
   const int64_t n = inp.numel();
   T* y = out.data();
   const T* x = inp.data();
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (n >= kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) {
     y[i] = T(0.5) * x[i] * (T(1) + std::erf(x[i] * T(kRsqrt2)));
   }
@@ -35,7 +35,7 @@ void gelu_backward(TensorView<T> dinp, TensorView<const T> dout, TensorView<cons
   T* dx = dinp.data();
   const T* dy = dout.data();
   const T* x = inp.data();
-#pragma omp parallel for schedule(static) if (n >= kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (n >= kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) {
     const T cdf = T(0.5) * (T(1) + std::erf(x[i] * T(kRsqrt2)));
     const T pdf = T(kRsqrt2Pi) * std::exp(T(-0.5) * x[i] * x[i]);

@@ -11,7 +11,7 @@ void split_heads(TensorView<T> out, TensorView<const T> inp) {
                                  << out.shape().str();
   const int64_t batch = out.dim(0), heads = out.dim(1), length = out.dim(2), width = out.dim(3);
   check_shape(inp.shape(), Shape({batch, length, heads * width}), "split_heads input");
-#pragma omp parallel for collapse(2) schedule(static) if (out.numel() >= kParallelMinElements)
+#pragma omp parallel for collapse(2) schedule(guided) if (out.numel() >= kParallelMinElements)
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t t = 0; t < length; ++t) {
@@ -29,7 +29,7 @@ void combine_heads(TensorView<T> out, TensorView<const T> inp) {
                                  << inp.shape().str();
   const int64_t batch = inp.dim(0), heads = inp.dim(1), length = inp.dim(2), width = inp.dim(3);
   check_shape(out.shape(), Shape({batch, length, heads * width}), "combine_heads output");
-#pragma omp parallel for collapse(2) schedule(static) if (out.numel() >= kParallelMinElements)
+#pragma omp parallel for collapse(2) schedule(guided) if (out.numel() >= kParallelMinElements)
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t t = 0; t < length; ++t) {

@@ -92,7 +92,7 @@ void layernorm_forward(TensorView<T> out, TensorView<T> mean, TensorView<T> rstd
   check_shape(bias.shape(), weight.shape(), "layernorm bias");
   check_shape(mean.shape(), Shape({rows}), "layernorm mean");
   check_shape(rstd.shape(), Shape({rows}), "layernorm rstd");
-#pragma omp parallel for schedule(static) if (rows * width >= kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (rows * width >= kParallelMinElements)
   for (int64_t m = 0; m < rows; ++m) {
     forward_row(out.data() + m * width, mean[m], rstd[m], inp.data() + m * width, weight.data(),
                 bias.data(), width, static_cast<double>(eps));
@@ -113,7 +113,7 @@ void layernorm_backward(TensorView<T> dinp, TensorView<T> dweight, TensorView<T>
   check_shape(dinp.shape(), Shape({rows, width}), "layernorm dinp");
   check_shape(dweight.shape(), weight.shape(), "layernorm dweight");
   check_shape(dbias.shape(), weight.shape(), "layernorm dbias");
-#pragma omp parallel for schedule(static) if (rows * width >= kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (rows * width >= kParallelMinElements)
   for (int64_t m = 0; m < rows; ++m) {
     backward_row(dinp.data() + m * width, dout.data() + m * width, inp.data() + m * width,
                  weight.data(), mean[m], rstd[m], width, accumulate);

@@ -23,7 +23,7 @@ void linear_forward(TensorView<T> out, TensorView<const T> inp, TensorView<const
   T beta = T(0);
   if (!bias.empty()) {
     check_shape(bias.shape(), Shape({out_features}), "linear bias");
-#pragma omp parallel for schedule(static) if (rows * out_features >= kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (rows * out_features >= kParallelMinElements)
     for (int64_t m = 0; m < rows; ++m) {
       T* row = out.data() + m * out_features;
       for (int64_t o = 0; o < out_features; ++o) row[o] = bias[o];

@@ -20,6 +20,13 @@ namespace attnlab::ops {
 // Below this many elements an op runs on one thread: starting an OpenMP team costs more than
 // the work (and far more when cores are shared with other ranks).
 inline constexpr int64_t kParallelMinElements = 1 << 16;
+// Parallel loops whose iterations are independent (each writes its own outputs, computed the same
+// whichever thread runs it) are schedule(guided): the thread that starts a region takes half the
+// iterations, then ever smaller shares of what is left, so a worker that wakes late from sleep
+// (tens of microseconds, docs/design.md "Threads") leaves its part to the running thread instead
+// of holding the region's end back by its whole wake-up. Results stay bit for bit those of
+// schedule(static). Loops that add across iterations (the loss) keep schedule(static), whose
+// fixed partition fixes the order of the partial sums.
 
 // ---- linear (linear.cpp): out = inp W^T + b, W stored (out_features, in_features) as in PyTorch.
 template <typename T>

@@ -12,7 +12,7 @@ void relu_forward(TensorView<T> out, TensorView<const T> inp) {
   const int64_t n = inp.numel();
   T* y = out.data();
   const T* x = inp.data();
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements)
+#pragma omp parallel for simd schedule(guided) if (n >= kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) y[i] = keep_or_zero(x[i], x[i] > T(0));
 }
 
@@ -24,7 +24,7 @@ void relu_backward(TensorView<T> dinp, TensorView<const T> dout, TensorView<cons
   T* dx = dinp.data();
   const T* dy = dout.data();
   const T* y = out.data();
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements)
+#pragma omp parallel for simd schedule(guided) if (n >= kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) dx[i] = keep_or_zero(dy[i], y[i] > T(0));
 }
 

@@ -14,7 +14,7 @@ void residual_forward(TensorView<T> out, TensorView<const T> a, TensorView<const
   T* y = out.data();
   const T* x1 = a.data();
   const T* x2 = b.data();
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements)
+#pragma omp parallel for simd schedule(guided) if (n >= kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) y[i] = x1[i] + x2[i];
 }
 
@@ -24,7 +24,7 @@ void residual_backward(TensorView<T> da, TensorView<const T> dout) {
   const int64_t n = dout.numel();
   T* dx = da.data();
   const T* dy = dout.data();
-#pragma omp parallel for simd schedule(static) if (n >= kParallelMinElements)
+#pragma omp parallel for simd schedule(guided) if (n >= kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) dx[i] += dy[i];
 }
 

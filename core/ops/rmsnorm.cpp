@@ -15,7 +15,7 @@ void rmsnorm_forward(TensorView<T> out, TensorView<T> rstd, TensorView<const T> 
   check_shape(inp.shape(), Shape({rows, width}), "rmsnorm input");
   check_shape(out.shape(), Shape({rows, width}), "rmsnorm output");
   check_shape(rstd.shape(), Shape({rows}), "rmsnorm rstd");
-#pragma omp parallel for schedule(static) if (rows * width >= kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (rows * width >= kParallelMinElements)
   for (int64_t m = 0; m < rows; ++m) {
     const T* x = inp.data() + m * width;
     T* y = out.data() + m * width;
@@ -40,7 +40,7 @@ void rmsnorm_backward(TensorView<T> dinp, TensorView<T> dweight, TensorView<cons
   check_shape(dinp.shape(), Shape({rows, width}), "rmsnorm dinp");
   check_shape(dweight.shape(), weight.shape(), "rmsnorm dweight");
   check_shape(rstd.shape(), Shape({rows}), "rmsnorm rstd");
-#pragma omp parallel for schedule(static) if (rows * width >= kParallelMinElements)
+#pragma omp parallel for schedule(guided) if (rows * width >= kParallelMinElements)
   for (int64_t m = 0; m < rows; ++m) {
     const T* x = inp.data() + m * width;
     const T* dy = dout.data() + m * width;

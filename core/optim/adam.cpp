@@ -29,7 +29,7 @@ void Adam::step(float* params, const float* grads, double lr) {
   // Elementwise, no reduction: the result is the same for any thread count (exact resume, 2 ranks
   // = 1 rank). The loop vectorises because the build passes -fno-math-errno (sqrt then needs no
   // errno branch); it is memory-bound (five streams of n floats), 6.5 GB/s on base.
-#pragma omp parallel for simd schedule(static) if (n >= (1 << 18))
+#pragma omp parallel for simd schedule(guided) if (n >= (1 << 18))
   for (int64_t i = 0; i < n; ++i) {
     const float g = grads[i];
     m[i] = fb1 * m[i] + (1.0f - fb1) * g;

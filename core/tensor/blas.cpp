@@ -144,7 +144,7 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
   // Independent products go to the threads whole (each one-thread), unless a single product is
   // the whole batch; double products (gradient checks) stay serial.
   const bool parallel = std::is_same_v<T, float> && batch > 1 && split_pays(m * n * k * batch);
-#pragma omp parallel for schedule(static) num_threads(g_threads) if (parallel)
+#pragma omp parallel for schedule(guided) num_threads(g_threads) if (parallel)
   for (int64_t i = 0; i < batch; ++i) {
     gemm<T>(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
             c + i * stride_c, ldc);

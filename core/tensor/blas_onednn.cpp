@@ -275,7 +275,7 @@ void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n,
   const int64_t blocks = batch * (a_blocks + b_blocks);
   const int64_t rounded = batch * ((round_a ? a_size : 0) + (round_b ? b_size : 0));
   const bool parallel = threads() > 1 && rounded >= kParallelMinRounding && !omp_in_parallel();
-#pragma omp parallel for schedule(static) num_threads(threads()) if (parallel)
+#pragma omp parallel for schedule(guided) num_threads(threads()) if (parallel)
   for (int64_t block = 0; block < blocks; ++block) {
     const int64_t i = block / (a_blocks + b_blocks), j = block % (a_blocks + b_blocks);
     const bool of_a = j < a_blocks;

@@ -91,7 +91,7 @@ std::string first_non_finite_parameter(Transformer<float>& model) {
   const float* params = model.params().data();
   const int64_t size = model.table().size();
   int64_t bad = size;
-#pragma omp parallel for reduction(min : bad) schedule(static)
+#pragma omp parallel for reduction(min : bad) schedule(guided)
   for (int64_t i = 0; i < size; ++i) {
     if (!std::isfinite(params[i]) && i < bad) bad = i;
   }

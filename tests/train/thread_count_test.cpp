@@ -1,7 +1,8 @@
 // Training numerics across thread counts: a few Adam steps of Transformer<float> (dropout, label
 // smoothing, padded batches) on one thread and on two. Two threads split the large products
 // between them (blas.cpp) and run the parallel ops and reductions, so the losses may differ from
-// one thread's by float round-off and no more; a fixed thread count repeats its run bit for bit.
+// one thread's by float round-off and no more; a fixed thread count repeats its run bit for bit
+// (the parallel loops' guided schedules vary which thread runs an iteration, never its result).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -104,6 +105,19 @@ TEST_F(ThreadCount, TwoThreadsRepeatTheirRunBitForBit) {
   const TrainedRun first = train(2), second = train(2);
   EXPECT_EQ(first.losses, second.losses);
   EXPECT_TRUE(first.params == second.params) << "parameters differ between two 2-thread runs";
+}
+
+// The same with bf16 products: the operands' rounding is split over the threads on a guided
+// schedule (which thread rounds a block varies from run to run) and oneDNN threads the products.
+TEST_F(ThreadCount, TwoThreadsRepeatTheirBf16RunBitForBit) {
+  const std::string reason = blas::bf16_unsupported_reason();
+  if (!reason.empty()) GTEST_SKIP() << "bf16 products cannot run here: " << reason;
+  const blas::Precision saved = blas::precision();
+  blas::set_precision(blas::Precision::kBf16);
+  const TrainedRun first = train(2), second = train(2);
+  blas::set_precision(saved);
+  EXPECT_EQ(first.losses, second.losses);
+  EXPECT_TRUE(first.params == second.params) << "parameters differ between two 2-thread bf16 runs";
 }
 
 }  // namespace
