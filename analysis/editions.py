@@ -6,7 +6,8 @@ Each edition is built by the report's own rules (analysis/table.py, with the tes
 declared), and the page sets them side by side:
 
 - **Per row** present in both: dev PPL (mean over the completed seeds, and their number), whether
-  the row failed to learn, its dev-PPL effect against its reference row and the verdict word in
+  the row failed to learn (then no number: no PPL, effect or test BLEU), its dev-PPL effect
+  against its reference row and the verdict word in
   each edition; the verdict *moves* when both editions tested the row (higher, lower, level or
   inconclusive) and the two words differ. Rows of one edition only are
   listed with theirs.
@@ -46,11 +47,15 @@ def _row_values(record):
         return {"ppl": math.nan, "seeds": 0, "failed": "", "effect_pct": math.nan,
                 "verdict": "", "test_bleu": math.nan}
     completed = int(record.get("completed", 0) or 0)
-    return {"ppl": record.get("ppl_mean", math.nan), "seeds": int(record.get("ppl_n", 0) or 0),
-            "failed": "" if not completed else "yes" if record.get("failed") else "no",
+    # A row with a run that failed to learn measures no model: it is shown as failed, with no
+    # number (the report's rule), however many of its other runs learned.
+    failed = bool(record.get("failed"))
+    return {"ppl": math.nan if failed else record.get("ppl_mean", math.nan),
+            "seeds": int(record.get("ppl_n", 0) or 0),
+            "failed": "" if not completed else "yes" if failed else "no",
             "effect_pct": record.get("ppl_effect_pct", math.nan),
             "verdict": "" if record["base"] else record.get("ppl_verdict", ""),
-            "test_bleu": record.get("test_bleu_mean", math.nan)}
+            "test_bleu": math.nan if failed else record.get("test_bleu_mean", math.nan)}
 
 
 def editions_frame(first, second):
@@ -103,7 +108,8 @@ def markdown(rows, blocks, first, second, tests):
              f"`{second.directory}` (test: {tests[1]}). Both are built by the report's own "
              "rules; 'PPL (seeds)' is the mean dev PPL over the completed seeds, 'effect' the "
              "row's dev PPL against its reference row, and a verdict moves when the two "
-             "editions' words differ. A row that failed to learn has no effect or verdict.", "",
+             "editions' words differ. A row with a run that failed to learn is shown as failed, "
+             "with no number, effect or verdict.", "",
              "| row | first: dev PPL (seeds) | failed | effect | verdict | second: dev PPL "
              "(seeds) | failed | effect | verdict | test BLEU | verdict moves |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -7,6 +7,7 @@ A h=1, the first edition's base < A h=1 < A h=2 has one discordant pair of three
 second's base < A h=2 < A h=1 none (tau = 1).
 """
 
+import math
 import sys
 
 import pytest
@@ -87,3 +88,28 @@ def test_a_verdict_moves_when_both_editions_test_the_row_and_differ(table, tmp_p
     assert by_row.at["base", "verdict_moves"] == ""
     text = editions.markdown(rows, blocks, first, second, tests)
     assert "- Verdicts that move: A-h-1" in text
+
+
+def test_a_row_with_a_run_that_failed_to_learn_shows_no_number(table, tmp_path):
+    # One seed of A h=2 in the second edition reads its source no better than uniform: the row
+    # failed, so neither its dev PPL nor its test BLEU is shown, in the frame or on the page.
+    first = edition(table, tmp_path / "first", lambda run: FIRST[run.row])
+
+    def ignores_source(run, f):
+        f["summary"].attrs["final_dev_ppl"] = SECOND[run.row]
+        if run.row == "A-h-2" and run.seed == 1:
+            f["summary"].attrs["dev_cross_attention_entropy"] = 0.999
+
+    directory = edited_copy(table, tmp_path / "second-copy", ignores_source)
+    second = edition(directory, tmp_path / "second", lambda run: SECOND[run.row])
+    rows, blocks, tests = editions.editions_frame(first, second)
+    by_row = rows.set_index("row")
+    assert by_row.at["A-h-2", "second_failed"] == "yes"
+    assert math.isnan(by_row.at["A-h-2", "second_ppl"])
+    assert math.isnan(by_row.at["A-h-2", "second_test_bleu"])
+    assert by_row.at["A-h-2", "first_ppl"] == pytest.approx(FIRST["A-h-2"], rel=1e-12)
+    assert by_row.at["A-h-1", "second_ppl"] == pytest.approx(SECOND["A-h-1"], rel=1e-12)
+    text = editions.markdown(rows, blocks, first, second, tests)
+    line = next(row for row in text.splitlines() if row.startswith("| A-h-2 |"))
+    assert [cell.strip() for cell in line.split("|")[6:12]] == ["", "yes", "", "failed", "", ""]
+    assert "failed in the second only: A-h-2" in text
