@@ -31,11 +31,13 @@ def table(attnlab, tmp_path_factory):
     return make_table(attnlab, tmp_path_factory.mktemp("editions"))
 
 
-def edition(table, destination, ppl_of):
-    """A copy of `table` whose run logs hold the final dev PPL ppl_of(run) and whose manifest
-    gives every row its paper PPL; loaded."""
+def edition(table, destination, ppl_of, also=None):
+    """A copy of `table` whose run logs hold the final dev PPL ppl_of(run) (and whatever
+    also(run, f) writes) and whose manifest gives every row its paper PPL; loaded."""
     def edit(run, f):
         f["summary"].attrs["final_dev_ppl"] = ppl_of(run)
+        if also is not None:
+            also(run, f)
     directory = edited_copy(table, destination, edit)
     manifest = directory / "manifest.yaml"
     data = yaml.safe_load(manifest.read_text())
@@ -96,12 +98,10 @@ def test_a_row_with_a_run_that_failed_to_learn_shows_no_number(table, tmp_path):
     first = edition(table, tmp_path / "first", lambda run: FIRST[run.row])
 
     def ignores_source(run, f):
-        f["summary"].attrs["final_dev_ppl"] = SECOND[run.row]
         if run.row == "A-h-2" and run.seed == 1:
             f["summary"].attrs["dev_cross_attention_entropy"] = 0.999
 
-    directory = edited_copy(table, tmp_path / "second-copy", ignores_source)
-    second = edition(directory, tmp_path / "second", lambda run: SECOND[run.row])
+    second = edition(table, tmp_path / "second", lambda run: SECOND[run.row], ignores_source)
     rows, blocks, tests = editions.editions_frame(first, second)
     by_row = rows.set_index("row")
     assert by_row.at["A-h-2", "second_failed"] == "yes"
