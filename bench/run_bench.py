@@ -325,14 +325,21 @@ def mfu_table(rows, results):
 
 
 def rss_table(rows, results):
-    lines = ["| config | threads | attnlab MiB | PyTorch MiB | ratio | target | verdict |",
-             "|---|---|---|---|---|---|---|"]
+    """Peak RSS against PyTorch's in each precision a row measured: attnlab fp32 against PyTorch
+    fp32, attnlab bf16 against PyTorch autocast-bf16 (the target holds in both)."""
+    lines = ["| config | threads | precision | attnlab MiB | PyTorch MiB | ratio | target | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        a, t = results[row.key]["attnlab"], results[row.key]["torch"]
-        ratio = med(a, "peak_rss_mib") / med(t, "peak_rss_mib")
-        lines.append(f"| {row.config} | {row.threads} | {fmt(med(a, 'peak_rss_mib'), 0)} | "
-                     f"{fmt(med(t, 'peak_rss_mib'), 0)} | {fmt(ratio, 2)}x | "
-                     f"<= {RSS_TARGET}x | {verdict(ratio, RSS_TARGET, higher_is_better=False)} |")
+        for precision, ours, theirs in (("fp32", "attnlab", "torch"),
+                                        ("bf16", "attnlab_bf16", "torch_bf16")):
+            a, t = results[row.key].get(ours, []), results[row.key].get(theirs, [])
+            if not a or not t:
+                continue
+            ratio = med(a, "peak_rss_mib") / med(t, "peak_rss_mib")
+            lines.append(f"| {row.config} | {row.threads} | {precision} | "
+                         f"{fmt(med(a, 'peak_rss_mib'), 0)} | {fmt(med(t, 'peak_rss_mib'), 0)} | "
+                         f"{fmt(ratio, 2)}x | <= {RSS_TARGET}x | "
+                         f"{verdict(ratio, RSS_TARGET, higher_is_better=False)} |")
     return lines
 
 
@@ -730,6 +737,9 @@ def report(rows, results, kernels, context):
         *mfu_table(rows, results),
         "",
         "## Peak RSS while training (VmHWM after the training steps)",
+        "bf16 rows: attnlab --precision bf16 against PyTorch autocast-bf16, from the runs of the "
+        "bf16 section below.",
+        "",
         *rss_table(rows, results),
         "",
         *rss_breakdown_section(rows, results),

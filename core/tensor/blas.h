@@ -98,6 +98,9 @@ class Bf16OperandReuse {
   // Elements the bf16 products (gemm_bf16, gemm_bf16_strided_batched) of this thread have
   // rounded so far (for tests).
   static int64_t rounded_elements();
+  // Elements of this thread's operand scratch, where the operands no scope holds are rounded; it
+  // grows to the largest of them and is kept (for tests: a held matrix must not grow it).
+  static int64_t scratch_elements();
   // While disabled (on this thread; enabled by default) scopes hold nothing and every product
   // rounds its operands, so that tests can compare results with and without reuse. Returns the
   // previous setting.

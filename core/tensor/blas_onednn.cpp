@@ -99,6 +99,13 @@ OneDnnContext& context() {
   return ctx;
 }
 
+// The thread's operand buffer with room for `elements`: it grows and is kept, since a training
+// step rounds the same sizes every step.
+uint16_t* scratch(std::vector<uint16_t>& buffer, int64_t elements) {
+  if (buffer.size() < static_cast<size_t>(elements)) buffer.resize(static_cast<size_t>(elements));
+  return buffer.data();
+}
+
 // `batch` logical (rows x cols) matrices `stride` elements apart; each stored row-major with row
 // stride ld, or transposed (stored cols x rows).
 dnnl::memory::desc matrix_desc(int64_t batch, int64_t rows, int64_t cols, bool transposed,
@@ -238,6 +245,11 @@ Bf16OperandReuse::~Bf16OperandReuse() { t_operand_reuse.pop_back(); }
 
 int64_t Bf16OperandReuse::rounded_elements() { return t_rounded_elements; }
 
+int64_t Bf16OperandReuse::scratch_elements() {
+  const OneDnnContext& ctx = context();
+  return static_cast<int64_t>(ctx.a.size() + ctx.b.size());
+}
+
 bool Bf16OperandReuse::set_enabled(bool enabled) {
   return std::exchange(t_operand_reuse_enabled, enabled);
 }
@@ -254,17 +266,17 @@ void gemm_bf16_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n,
   const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
   const int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
   const int64_t a_size = a_rows * a_cols, b_size = b_rows * b_cols;
-  if (ctx.a.size() < static_cast<size_t>(batch * a_size)) ctx.a.resize(batch * a_size);
-  if (ctx.b.size() < static_cast<size_t>(batch * b_size)) ctx.b.resize(batch * b_size);
-  // A matrix this thread's Bf16OperandReuse holds is rounded once, into the scope's copy.
-  uint16_t* a_copy = ctx.a.data();
-  uint16_t* b_copy = ctx.b.data();
+  // A matrix this thread's Bf16OperandReuse holds is rounded once, into the scope's copy; only
+  // the other operands grow the thread's scratch (the logits gradient a scope holds would
+  // otherwise leave a copy of its size in the scratch too).
   Bf16OperandReuse* const a_kept = Bf16OperandReuseAccess::holding(a, a_rows, a_cols, lda, batch);
   // (A matrix read as both operands is kept for A only: B's blocks would round into the same copy.)
   Bf16OperandReuse* b_kept = Bf16OperandReuseAccess::holding(b, b_rows, b_cols, ldb, batch);
   if (b_kept == a_kept) b_kept = nullptr;
-  if (a_kept != nullptr) a_copy = Bf16OperandReuseAccess::copy(*a_kept);
-  if (b_kept != nullptr) b_copy = Bf16OperandReuseAccess::copy(*b_kept);
+  uint16_t* const a_copy =
+      a_kept != nullptr ? Bf16OperandReuseAccess::copy(*a_kept) : scratch(ctx.a, batch * a_size);
+  uint16_t* const b_copy =
+      b_kept != nullptr ? Bf16OperandReuseAccess::copy(*b_kept) : scratch(ctx.b, batch * b_size);
   const bool round_a = a_kept == nullptr || !Bf16OperandReuseAccess::filled(*a_kept);
   const bool round_b = b_kept == nullptr || !Bf16OperandReuseAccess::filled(*b_kept);
   // The copies are on the critical path of every product (the matmul threads its own), so large
@@ -504,9 +516,9 @@ void gemm_packed(bool trans_a, int64_t m, float alpha, const float* a, int64_t l
   if (type == dt::bf16) {
     // A few rows: rounded serially into the thread's operand buffer, densely.
     const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
-    if (ctx.a.size() < static_cast<size_t>(a_rows * a_cols)) ctx.a.resize(a_rows * a_cols);
-    round_matrix(a, a_rows, a_cols, lda, ctx.a.data());
-    a_operand = ctx.a.data();
+    uint16_t* const a_copy = scratch(ctx.a, a_rows * a_cols);
+    round_matrix(a, a_rows, a_cols, lda, a_copy);
+    a_operand = a_copy;
     a_ld = a_cols;
   }
   run_product(Key{type, trans_a, true, true, m, n, k, a_ld, 0, ldc, 0, 1, alpha, beta},

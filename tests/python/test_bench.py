@@ -392,6 +392,25 @@ def test_attnlab_runs_as_the_program_sets_itself_and_pytorch_as_usual(monkeypatc
     assert run_bench.child_env(2, "Zen")["OMP_WAIT_POLICY"] == "active"
 
 
+def test_rss_verdicts_hold_in_both_precisions(tmp_path):
+    # base: fp32 700 / 1,500 MiB = 0.47x (met); bf16 780 / 1,200 = 0.65x (missed: needs 1.30x
+    # less); small has no bf16 runs, so it has no bf16 row.
+    raw = synthetic_raw()
+    base = raw["results"]["base t1"]
+    for impl, mib in (("attnlab", 700.0), ("torch", 1500.0), ("attnlab_bf16", 780.0),
+                      ("torch_bf16", 1200.0)):
+        base[impl][0]["peak_rss_mib"] = mib
+    raw["results"]["small t1"]["attnlab_bf16"] = []
+    rows = section(render(raw, tmp_path), "## Peak RSS while training (VmHWM after the training "
+                                          "steps)")
+    fp32 = table_row(rows, "| base | 1 | fp32 |")
+    assert fp32[3:6] == ["700", "1500", "0.47x"] and fp32[7].startswith("met")
+    bf16 = table_row(rows, "| base | 1 | bf16 |")
+    assert bf16[3:6] == ["780", "1200", "0.65x"] and bf16[7].startswith("MISSED by 30%")
+    assert not [line for line in rows if line.startswith("| small | 1 | bf16 |")]
+    assert table_row(rows, "| small | 1 | fp32 |")[5] == "1.00x"
+
+
 def test_rss_breakdown_sets_each_component_beside_the_peak(tmp_path):
     raw = synthetic_raw()
     parts = {"memory_parameters_mib": 100.0, "memory_gradients_mib": 100.0,

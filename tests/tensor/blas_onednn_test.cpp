@@ -367,6 +367,31 @@ TEST_F(Bf16Gemm, OperandReuseIfBf16HoldsOnlyUnderBf16Precision) {
   EXPECT_EQ(two_products(), 2 * (rows * cols + cols * inner)) << "the scope ended";
 }
 
+// A matrix a scope holds is rounded into the scope's copy only: the thread's operand scratch
+// stays the size of the operands no scope holds (the logits gradient a training step holds would
+// otherwise be kept twice, 50 MiB of base's bf16 peak RSS). Without the scope the same product
+// grows the scratch to the matrix's size.
+TEST_F(Bf16Gemm, HeldOperandDoesNotGrowTheThreadsScratch) {
+  std::mt19937 rng(41);
+  const int64_t cols = 64, inner = 8;
+  // Taller than anything earlier tests left in this thread's scratch.
+  const int64_t rows = blas::Bf16OperandReuse::scratch_elements() / cols + 256;
+  const std::vector<float> g = random_matrix(rows * cols, rng),
+                           w = random_matrix(cols * inner, rng);
+  std::vector<float> c(static_cast<size_t>(rows * inner));
+  auto product = [&] {
+    blas::gemm_bf16(false, false, rows, inner, cols, 1.0f, g.data(), cols, w.data(), inner, 0.0f,
+                    c.data(), inner);
+  };
+  {
+    const blas::Bf16OperandReuse held(g.data(), rows, cols, cols);
+    product();
+    EXPECT_LT(blas::Bf16OperandReuse::scratch_elements(), rows * cols) << "g held: not in scratch";
+  }
+  product();
+  EXPECT_GE(blas::Bf16OperandReuse::scratch_elements(), rows * cols) << "g rounds into scratch";
+}
+
 TEST(OneDnnFp32Gemm, MatchesDoubleReferenceWithinTheFp32Bound) {
   // Decoding's shapes are few rows by wide weights; the odd ones reach partial tiles.
   for_each_product(
