@@ -1,5 +1,6 @@
 // `attnlab train`: trains one run (or resumes it, or does nothing when it is complete), under
 // mpirun/srun as well as alone.
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include "core/app/cli.h"
 #include "core/app/decoding_settings.h"
 #include "core/app/split_eval.h"
+#include "core/cluster/shared_cores.h"
 #include "core/config/config.h"
 #include "core/dist/abort.h"
 #include "core/dist/comm.h"
@@ -96,6 +98,13 @@ int run_train(const std::vector<std::string>& args) {
                      ranks + " attnlab train ...` (or `srun -n " + ranks +
                      "`, or through `attnlab sweep`), or train on one rank with --set "
                      "cluster.ranks=1, which the run records");
+  }
+  // A one-process run of several threads says so when other processes keep its cores busy (the
+  // ranks of a multi-rank run start together and would count one another).
+  if (comm->size() == 1 && request.config.cluster.threads_per_rank > 1) {
+    const std::string shared = cluster::check_shared_cores(request.config.cluster.threads_per_rank,
+                                                           std::chrono::milliseconds(200));
+    if (!shared.empty()) std::fprintf(stderr, "attnlab: warning: %s\n", shared.c_str());
   }
   dist::AbortOnTerminate abort_on_terminate(*comm);
   return dist::run_or_abort(*comm, [&] { return run_training(request, *comm); });

@@ -538,3 +538,21 @@ def test_idle_threads_sleep_unless_the_user_chose_otherwise(attnlab, tmp_path, p
     expected = (policy or "passive") + (f", GOMP_SPINCOUNT={spin}" if spin else "")
     assert f"2 thread(s) per rank (OMP_WAIT_POLICY={expected})" in result.stderr
     assert summary(out / "run.h5")["omp_wait_policy"] == expected
+
+
+def test_more_threads_than_the_cores_it_may_use_is_a_warning(attnlab, tmp_path):
+    """A one-process run of several threads checks its cores at start (core/cluster/
+    shared_cores.h): pinned to one CPU, two threads are named as more than its cores, and the run
+    still trains; one thread has nothing to warn about."""
+    command = [str(attnlab), "train", "-c", str(TASK), *TINY, "--set", "train.steps=2"]
+    pinned = subprocess.run(
+        ["taskset", "-c", "0", *command, "--set", "cluster.threads_per_rank=2",
+         "--out", str(tmp_path / "two")],
+        capture_output=True, text=True, env=attnlab_env(), timeout=300)
+    assert pinned.returncode == 0, pinned.stderr
+    assert ("warning: cluster.threads_per_rank = 2, but this process may run on 1 core(s)"
+            in pinned.stderr), pinned.stderr
+    alone = subprocess.run(["taskset", "-c", "0", *command, "--out", str(tmp_path / "one")],
+                           capture_output=True, text=True, env=attnlab_env(), timeout=300)
+    assert alone.returncode == 0, alone.stderr
+    assert "threads_per_rank" not in alone.stderr, alone.stderr
