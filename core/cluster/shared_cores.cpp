@@ -82,11 +82,14 @@ std::string check_shared_cores(int64_t threads, std::chrono::milliseconds window
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
   }
+  const auto cores = static_cast<int64_t>(cpus.size());
+  // More threads than cores is known without sampling (and without /proc/stat).
+  if (threads > cores) return shared_cores_warning(threads, cores, 0.0, 0.0);
   const CpuTimes before = cpu_times(read_proc_stat(), cpus);
   std::this_thread::sleep_for(window);
   const CpuTimes after = cpu_times(read_proc_stat(), cpus);
   if (after.cpus == 0) return "";
-  return shared_cores_warning(threads, static_cast<int64_t>(cpus.size()), busy_cores(before, after),
+  return shared_cores_warning(threads, cores, busy_cores(before, after),
                               std::chrono::duration<double>(window).count());
 }
 

@@ -33,7 +33,8 @@ double busy_cores(const CpuTimes& before, const CpuTimes& after);
 std::string shared_cores_warning(int64_t threads, int64_t cores, double busy, double window_s);
 
 // shared_cores_warning for this process's CPUs (its affinity mask), sampling /proc/stat over
-// `window` while this process sleeps; "" when /proc/stat cannot be read.
+// `window` while this process sleeps (not when the threads outnumber the CPUs, which warns at
+// once); "" when /proc/stat cannot be read.
 std::string check_shared_cores(int64_t threads, std::chrono::milliseconds window);
 
 }  // namespace attnlab::cluster
