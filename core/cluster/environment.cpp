@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <vector>
 
 #include "core/util/installed.h"
 
@@ -90,11 +91,19 @@ void settle_thread_environment(char** argv) {
             << "); idle OpenMP threads spin\n";
 }
 
-int64_t available_cores() {
+std::vector<int> affinity_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return {};
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+int64_t available_cores() {
+  return std::max<int64_t>(1, static_cast<int64_t>(affinity_cpus().size()));
 }
 
 std::string self_executable() {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/cluster/process.h"
 
@@ -28,7 +29,9 @@ Environment run_environment(int64_t threads_per_rank);
 // return the environment was already settled. Prints a warning if the re-execution fails.
 void settle_thread_environment(char** argv);
 
-// Cores this process may run on (its CPU affinity mask).
+// The CPUs this process may run on (its affinity mask), by number; empty if it cannot be read.
+std::vector<int> affinity_cpus();
+// Cores this process may run on: affinity_cpus()'s count, at least 1.
 int64_t available_cores();
 
 // cluster/env.sh of an installed attnlab (<prefix>/share/attnlab/cluster/env.sh), else of the

@@ -1,13 +1,13 @@
 #include "core/cluster/shared_cores.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "core/cluster/environment.h"
 
 namespace attnlab::cluster {
 
@@ -75,13 +75,8 @@ std::string read_proc_stat() {
 }  // namespace
 
 std::string check_shared_cores(int64_t threads, std::chrono::milliseconds window) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return "";
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
+  const std::vector<int> cpus = affinity_cpus();
+  if (cpus.empty()) return "";
   const auto cores = static_cast<int64_t>(cpus.size());
   // More threads than cores is known without sampling (and without /proc/stat).
   if (threads > cores) return shared_cores_warning(threads, cores, 0.0, 0.0);
