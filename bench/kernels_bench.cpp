@@ -83,6 +83,50 @@ void register_gemm(const std::string& name, bool trans_a, bool trans_b, int64_t 
   });
 }
 
+// Every product of one decoder step of kDecodeBatch sentences, each layer with weights of its own,
+// packed as a decoding state packs them: per layer self-attention q, k, v, out and
+// cross-attention q, out (d x d each), fc1 and fc2, then the vocabulary projection. The
+// decode_gemm rows run one weight again and again, hot in the caches; a real step reads every
+// weight once (base: 164 MB), so this row is the products' rate as decoding streams them.
+void register_decode_step(const std::string& name, const BenchConfig& c) {
+  benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+    struct Product {
+      int64_t n, k;
+      std::vector<float> weight;
+    };
+    std::vector<Product> products;
+    uint64_t seed = 10;
+    for (int64_t layer = 0; layer < c.decoder_layers; ++layer) {
+      for (int i = 0; i < 6; ++i) products.push_back({c.d_model, c.d_model, {}});
+      products.push_back({c.d_ff, c.d_model, {}});
+      products.push_back({c.d_model, c.d_ff, {}});
+    }
+    products.push_back({c.vocab_size, c.d_model, {}});
+    const blas::Fp32EngineScope scope(blas::Fp32Engine::kOneDnn);
+    blas::PackedWeights packed;
+    double macs = 0.0;
+    for (Product& product : products) {
+      product.weight = random_values(product.n * product.k, seed++);
+      packed.add(product.weight.data(), product.n, product.k);
+      macs += static_cast<double>(kDecodeBatch * product.n * product.k);
+    }
+    const blas::PackedWeightsScope packed_scope(packed);
+    const std::vector<float> input = random_values(kDecodeBatch * c.d_ff, 1);
+    std::vector<float> output(static_cast<size_t>(kDecodeBatch * c.vocab_size));
+    for (auto _ : state) {
+      for (const Product& product : products) {
+        blas::gemm<float>(false, true, kDecodeBatch, product.n, product.k, 1.0f, input.data(),
+                          product.k, product.weight.data(), product.k, 0.0f, output.data(),
+                          product.n);
+      }
+      benchmark::DoNotOptimize(output.data());
+    }
+    state.counters["FLOPS"] =
+        benchmark::Counter(2.0 * macs, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["weights_MB"] = static_cast<double>(packed.bytes()) / 1e6;
+  });
+}
+
 struct AttentionBuffers {
   std::vector<float> q, k, v, out, probs, dout, dq, dk, dv, scratch;
   AttentionBuffers(int64_t b, int64_t h, int64_t t, int64_t s, int64_t width)
@@ -273,6 +317,7 @@ void register_all(bool bf16) {
         register_gemm(d + "logits_from_Wt", false, false, kDecodeBatch, c.vocab_size, c.d_model, e);
       }
     }
+    register_decode_step(p + "decode_step", c);
     register_attention(p + "attention_fwd/causal", c.sentences, c.heads, c.length, width, true,
                        false);
     register_attention(p + "attention_bwd/causal", c.sentences, c.heads, c.length, width, true,

@@ -449,12 +449,31 @@ def test_decoding_verdicts_are_per_flop_for_greedy_and_5x_for_beam(tmp_path):
     small = table_row(lines, "| small | greedy |")
     per_flop = 6.4 / flop_ratio["small"]
     assert small[6] == f"{flop_ratio['small']:.1f}x" and small[7] == f"{per_flop:.2f}"
-    assert small[9] == ">= 1 per FLOP" and small[10].startswith("MISSED by")
+    assert small[10] == ">= 1 per FLOP" and small[11].startswith("MISSED by")
     base = table_row(lines, "| base | greedy |")
-    assert base[7] == f"{12.0 / flop_ratio['base']:.2f}" and base[10].startswith("met")
-    assert base[8] == "-"  # no decode_gemm rows measured: no ceiling
-    assert table_row(lines, "| small | beam 4 |")[9:11] == [">= 5x", "met, 1.10x the target"]
-    assert table_row(lines, "| base | beam 4 |")[10].startswith("MISSED by 12%")
+    assert base[7] == f"{12.0 / flop_ratio['base']:.2f}" and base[11].startswith("met")
+    assert base[8:10] == ["-", "-"]  # no decode_gemm or decode_step rows measured: no ceilings
+    assert table_row(lines, "| small | beam 4 |")[10:12] == [">= 5x", "met, 1.10x the target"]
+    assert table_row(lines, "| base | beam 4 |")[11].startswith("MISSED by 12%")
+
+
+def base_greedy_row(tmp_path, rates):
+    """The base greedy row rendered from attnlab's 1 CPU s and PyTorch's 8 for the batch, with the
+    kernel rows `rates` ({name: FLOP/s}), and the rerun and cached multiply-adds per sentence."""
+    raw = synthetic_raw()
+    raw["rows"] = [r for r in raw["rows"] if r["config"] == "base"]
+    run = raw["results"]["base t1"]
+    run["attnlab"][0].update(greedy_s=1.0, greedy_cpu_s=1.0)
+    run["torch"][0].update(greedy_s=8.0, greedy_cpu_s=8.0)
+    raw["kernels"] = {"1": [{"name": n, "real_time": 1.0, "cpu_time": 1.0, "time_unit": "ms",
+                             "FLOPS": rate} for n, rate in rates.items()]}
+    rerun = run_bench.decode_macs("base", run_bench.DECODE_SOURCE, run_bench.NEW_TOKENS,
+                                  cached=False)
+    cached = run_bench.decode_macs("base", run_bench.DECODE_SOURCE, run_bench.NEW_TOKENS,
+                                   cached=True)
+    greedy = table_row(section(render(raw, tmp_path), "## Decoding speed (sentences/s, one "
+                                                      "thread)"), "| base | greedy |")
+    return greedy, rerun, cached
 
 
 def test_decoding_ceiling_prices_each_product_at_its_measured_rate(tmp_path):
@@ -463,25 +482,29 @@ def test_decoding_ceiling_prices_each_product_at_its_measured_rate(tmp_path):
     # the ceiling is 8 / (32 * 2 * cached / 5e10) over the FLOP ratio rerun / cached, which is
     # 8 * 5e10 / (64 * rerun). Then the vocabulary projection alone at 25 GFLOP/s: its
     # 32 * d * vocab multiply-adds per sentence take twice as long as before.
-    raw = synthetic_raw()
-    raw["rows"] = [r for r in raw["rows"] if r["config"] == "base"]
-    run = raw["results"]["base t1"]
-    run["attnlab"][0].update(greedy_s=1.0, greedy_cpu_s=1.0)
-    run["torch"][0].update(greedy_s=8.0, greedy_cpu_s=8.0)
     names = ["sgemm_peak/1024x1024x1024"] + [
         f"base/decode_gemm/{n}" for n in ("projection", "fc1", "fc2", "logits")]
-    raw["kernels"] = {"1": [{"name": n, "real_time": 1.0, "cpu_time": 1.0, "time_unit": "ms",
-                             "FLOPS": 5e10} for n in names]}
-    rerun = run_bench.decode_macs("base", run_bench.DECODE_SOURCE, run_bench.NEW_TOKENS,
-                                  cached=False)
-    cached = run_bench.decode_macs("base", run_bench.DECODE_SOURCE, run_bench.NEW_TOKENS,
-                                   cached=True)
-    greedy = table_row(section(render(raw, tmp_path), "## Decoding speed (sentences/s, one "
-                                                      "thread)"), "| base | greedy |")
+    rates = {n: 5e10 for n in names}
+    greedy, rerun, cached = base_greedy_row(tmp_path, rates)
     assert greedy[8] == f"{8 * 5e10 / (64 * rerun):.2f}"
-    raw["kernels"]["1"][-1]["FLOPS"] = 2.5e10
+    rates[names[-1]] = 2.5e10
     d, vocab = 512, 37000  # base's d_model and vocabulary (bench_configs.py)
     slower = 2 * cached + 2 * d * vocab * run_bench.NEW_TOKENS
-    greedy = table_row(section(render(raw, tmp_path), "## Decoding speed (sentences/s, one "
-                                                      "thread)"), "| base | greedy |")
+    greedy, _, _ = base_greedy_row(tmp_path, rates)
     assert greedy[8] == f"{8 * 5e10 / (32 * slower) / (rerun / cached):.2f}"
+    assert greedy[9] == "-"  # no decode_step row: no streamed ceiling
+
+
+def test_streamed_ceiling_prices_every_decoder_step_product_at_the_decode_step_rate(tmp_path):
+    # The source side at the sgemm peak (50 GFLOP/s), every product of a decoder step at
+    # decode_step's 10 GFLOP/s whatever the decode_gemm rows say (here 80): a sentence's time is
+    # 2 * source / 5e10 + 2 * step / 1e10 for its source-side and decoder-step multiply-adds.
+    rates = {"sgemm_peak/1024x1024x1024": 5e10, "base/decode_step": 1e10}
+    rates.update({f"base/decode_gemm/{n}": 8e10 for n in ("projection", "fc1", "fc2", "logits")})
+    greedy, rerun, cached = base_greedy_row(tmp_path, rates)
+    d, f, layers, vocab = 512, 2048, 6, 37000  # base (bench_configs.py)
+    step_macs = run_bench.NEW_TOKENS * (layers * (6 * d * d + 2 * d * f) + d * vocab)
+    sentence_s = 2 * (cached - step_macs) / 5e10 + 2 * step_macs / 1e10
+    assert greedy[9] == f"{8 / (32 * sentence_s) / (rerun / cached):.2f}"
+    hot_s = 2 * (cached - step_macs) / 5e10 + 2 * step_macs / 8e10
+    assert greedy[8] == f"{8 / (32 * hot_s) / (rerun / cached):.2f}"
