@@ -127,6 +127,18 @@ def test_committed_page_renders_unchanged_from_its_raw_results(tmp_path):
     assert output.read_text() == PAGE.read_text()
 
 
+def test_verdicts_state_the_shortfall_with_the_digits_that_show_it():
+    # 1.997x against 2x is 0.15% short and needs 2 / 1.997 = 1.0015x: never "MISSED by 0%".
+    assert run_bench.verdict(1.997, 2.0) == "MISSED by 0.15% (needs 1.0015x faster)"
+    assert run_bench.verdict(1.5, 2.0) == "MISSED by 25% (needs 1.33x faster)"
+    assert run_bench.verdict(2.5, 2.0) == "met, 1.25x the target"
+    # Limits (lower is better): 0.502 against 0.5 is 0.40% over.
+    assert run_bench.verdict(0.502, 0.5, higher_is_better=False) == (
+        "MISSED by 0.40% (needs 1.0040x less)")
+    assert run_bench.verdict(0.64, 0.5, higher_is_better=False) == "MISSED by 28% (needs 1.28x less)"
+    assert run_bench.verdict(0.25, 0.5, higher_is_better=False) == "met, 2.00x below the limit"
+
+
 def test_bf16_section_renders_ratios_and_verdicts(tmp_path):
     page = render(synthetic_raw(), tmp_path)
     assert "## bf16 matrix products (attnlab --precision bf16, PyTorch autocast-bf16)" in page
