@@ -17,6 +17,11 @@ CONFIGS = {
 }
 
 
+# cached_decode_macs's keys for the products of a decoder step (one row per sentence); 'peak' is
+# the source side.
+DECODER_STEP_PRODUCTS = ("projection", "fc1", "fc2", "logits")
+
+
 def cached_decode_macs(config, source, new_tokens):
     """The multiply-adds of KV-cache decoding for one sentence, by the product that does them:
     'peak' for the source side (encoder; cross-attention keys and values, once: products of many

@@ -21,6 +21,7 @@
 #include "bench/bench_configs.h"
 #include "bench/threads_flag.h"
 #include "core/model/param_count.h"
+#include "core/model/transformer.h"
 #include "core/ops/ops.h"
 #include "core/optim/adam.h"
 #include "core/tensor/blas.h"
@@ -83,47 +84,37 @@ void register_gemm(const std::string& name, bool trans_a, bool trans_b, int64_t 
   });
 }
 
-// Every product of one decoder step of kDecodeBatch sentences, each layer with weights of its own,
-// packed as a decoding state packs them: per layer self-attention q, k, v, out and
-// cross-attention q, out (d x d each), fc1 and fc2, then the vocabulary projection. The
-// decode_gemm rows run one weight again and again, hot in the caches; a real step reads every
-// weight once (base: 164 MB), so this row is the products' rate as decoding streams them.
+// Every product of one decoder step of kDecodeBatch sentences as decoding runs it: the model's
+// step_weights() (each decoder layer's own, then the vocabulary projection), packed as a decoding
+// state packs them. The decode_gemm rows run one weight again and again, hot in the caches; a real
+// step reads every weight once (base: 164 MB), so this row is the products' rate as decoding
+// streams them.
 void register_decode_step(const std::string& name, const BenchConfig& c) {
   benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-    struct Product {
-      int64_t n, k;
-      std::vector<float> weight;
-    };
-    std::vector<Product> products;
-    uint64_t seed = 10;
-    for (int64_t layer = 0; layer < c.decoder_layers; ++layer) {
-      for (int i = 0; i < 6; ++i) products.push_back({c.d_model, c.d_model, {}});
-      products.push_back({c.d_ff, c.d_model, {}});
-      products.push_back({c.d_model, c.d_ff, {}});
-    }
-    products.push_back({c.vocab_size, c.d_model, {}});
+    Transformer<float> model(model_config(c), 10);
     const blas::Fp32EngineScope scope(blas::Fp32Engine::kOneDnn);
     blas::PackedWeights packed;
+    std::vector<TensorView<const float>> weights;
     double macs = 0.0;
-    for (Product& product : products) {
-      product.weight = random_values(product.n * product.k, seed++);
-      packed.add(product.weight.data(), product.n, product.k);
-      macs += static_cast<double>(kDecodeBatch * product.n * product.k);
+    for (const int index : model.step_weights()) {
+      const TensorView<const float> weight = model.param(index);  // (out, in)
+      packed.add(weight.data(), weight.dim(0), weight.dim(1));
+      weights.push_back(weight);
+      macs += static_cast<double>(kDecodeBatch * weight.numel());
     }
     const blas::PackedWeightsScope packed_scope(packed);
     const std::vector<float> input = random_values(kDecodeBatch * c.d_ff, 1);
     std::vector<float> output(static_cast<size_t>(kDecodeBatch * c.vocab_size));
     for (auto _ : state) {
-      for (const Product& product : products) {
-        blas::gemm<float>(false, true, kDecodeBatch, product.n, product.k, 1.0f, input.data(),
-                          product.k, product.weight.data(), product.k, 0.0f, output.data(),
-                          product.n);
+      for (const TensorView<const float>& weight : weights) {
+        const int64_t n = weight.dim(0), k = weight.dim(1);
+        blas::gemm<float>(false, true, kDecodeBatch, n, k, 1.0f, input.data(), k, weight.data(), k,
+                          0.0f, output.data(), n);
       }
       benchmark::DoNotOptimize(output.data());
     }
     state.counters["FLOPS"] =
         benchmark::Counter(2.0 * macs, benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["weights_MB"] = static_cast<double>(packed.bytes()) / 1e6;
   });
 }
 

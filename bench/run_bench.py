@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench_configs import decode_gemm_seconds, decode_macs
+from bench_configs import DECODER_STEP_PRODUCTS, decode_gemm_seconds, decode_macs
 from scaling_pause import busy_cores
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -383,9 +383,6 @@ def rss_breakdown_section(rows, results):
             "What the model, Adam and one step's workspace allocate, from the model's own carving "
             "(`attnlab params` prints the same for a config); 'other' is the rest of the peak: "
             "the libraries, OpenBLAS's buffers and the batches.", "", *table, ""]
-
-
-DECODER_STEP_PRODUCTS = ("projection", "fc1", "fc2", "logits")
 
 
 def decode_product_rates(kernels, config, streamed=False):
