@@ -221,19 +221,38 @@ bool amd_cpu() {
 
 }  // namespace
 
-std::string kernel_warning() {
-  const std::string core = core_name();
-  const std::string extension = cpu_vector_extension();
+std::string kernel_advice(const std::string& core, const std::string& extension, bool amd_cpu,
+                          const std::string& coretype_setting) {
+  if (extension.empty()) return "";
+  // The same choice as cluster/env.sh.
+  const std::string suggested = extension == "avx512" ? "SkylakeX" : (amd_cpu ? "Zen" : "Haswell");
   const bool generic = core == "Prescott" || core == "Core2" || core == "Penryn" ||
                        core == "Nehalem" || core == "Dunnington" || core == "Atom" ||
                        core == "Katmai" || core == "unknown";
-  if (!generic || extension.empty()) return "";
-  // The same choice as cluster/env.sh.
-  const std::string suggested =
-      extension == "avx512" ? "SkylakeX" : (amd_cpu() ? "Zen" : "Haswell");
-  return "OpenBLAS runs its generic '" + core + "' kernel on a CPU with " + extension +
-         "; set OPENBLAS_CORETYPE=" + suggested +
-         " before starting attnlab (make and the launchers do) for 3-5x faster matrix products";
+  if (generic) {
+    return "OpenBLAS runs its generic '" + core + "' kernel on a CPU with " + extension +
+           "; set OPENBLAS_CORETYPE=" + suggested +
+           " before starting attnlab (make and the launchers do) for 3-5x faster matrix products";
+  }
+  // An AVX2 kernel on an AVX-512 CPU: usually OPENBLAS_CORETYPE set for another machine (a
+  // value the user set wins, so make and the launchers keep it). On a Zen 5 the SkylakeX kernel's
+  // sgemm ran 1.8x the Haswell kernel's (bench/PROFILE.md, "OpenBLAS's kernel on Zen 5").
+  const bool avx2_kernel = core == "Haswell" || core == "Zen";
+  if (avx2_kernel && extension == "avx512") {
+    const std::string origin = coretype_setting.empty() ? std::string("OpenBLAS chose it")
+                                                        : "OPENBLAS_CORETYPE=" + coretype_setting +
+                                                              " is set in the environment";
+    return "OpenBLAS runs its AVX2 '" + core + "' kernel on a CPU with avx512 (" + origin +
+           "); OPENBLAS_CORETYPE=" + suggested +
+           " runs its AVX-512 kernels (fp32 products 1.8x faster on a Zen 5)";
+  }
+  return "";
+}
+
+std::string kernel_warning() {
+  const char* setting = std::getenv("OPENBLAS_CORETYPE");
+  return kernel_advice(core_name(), cpu_vector_extension(), amd_cpu(),
+                       setting == nullptr ? std::string() : std::string(setting));
 }
 
 int product_threads(int64_t m, int64_t n, int64_t k) {

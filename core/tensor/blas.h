@@ -218,7 +218,13 @@ std::string cpu_flags();
 bool has_cpu_flag(const std::string& flags, const std::string& flag);
 // The CPU's best vector extension as the OS reports it: "avx512", "avx2" or "" for neither.
 std::string cpu_vector_extension();
-// A one-line warning when OpenBLAS runs a generic kernel on a CPU with AVX2/AVX-512, else "".
+// A one-line warning when OpenBLAS runs a kernel narrower than the CPU's vectors, else "": a
+// generic kernel on a CPU with AVX2 or AVX-512 (`extension` as cpu_vector_extension says), or an
+// AVX2 kernel (Haswell, Zen) on an AVX-512 one. `coretype_setting` is OPENBLAS_CORETYPE ("" when
+// unset), which the warning names as the kernel's origin.
+std::string kernel_advice(const std::string& core, const std::string& extension, bool amd_cpu,
+                          const std::string& coretype_setting);
+// kernel_advice for this process: OpenBLAS's kernel, this CPU and this environment.
 std::string kernel_warning();
 // The process's compute threads: OpenMP's team size for every parallel op, and the threads a large
 // float product is split over (blas.cpp). OpenBLAS itself always runs one thread, so the process

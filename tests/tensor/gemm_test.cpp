@@ -50,6 +50,33 @@ TEST(Gemm, EmptyInnerDimensionScalesC) {
   EXPECT_EQ(naive, c);
 }
 
+// Which OpenBLAS kernels draw a warning, on CPUs described by hand.
+TEST(KernelAdvice, WarnsWhenTheKernelIsNarrowerThanTheCpu) {
+  using blas::kernel_advice;
+  // A kernel as wide as the CPU: nothing to say.
+  EXPECT_EQ(kernel_advice("SkylakeX", "avx512", false, ""), "");
+  EXPECT_EQ(kernel_advice("Zen", "avx2", true, ""), "");
+  EXPECT_EQ(kernel_advice("Haswell", "avx2", false, "Haswell"), "");
+  // A CPU without AVX2: the generic kernel is all there is.
+  EXPECT_EQ(kernel_advice("Prescott", "", false, ""), "");
+  // A generic kernel on an AVX2 or AVX-512 CPU names the kernel env.sh would pick.
+  EXPECT_NE(kernel_advice("Prescott", "avx2", true, "").find("OPENBLAS_CORETYPE=Zen "),
+            std::string::npos);
+  EXPECT_NE(kernel_advice("Prescott", "avx512", true, "").find("OPENBLAS_CORETYPE=SkylakeX "),
+            std::string::npos);
+  // An AVX2 kernel on an AVX-512 CPU (Zen 5 under OPENBLAS_CORETYPE=Haswell), whoever chose it.
+  const std::string from_environment = kernel_advice("Haswell", "avx512", true, "Haswell");
+  EXPECT_NE(from_environment.find("AVX2 'Haswell' kernel on a CPU with avx512"), std::string::npos)
+      << from_environment;
+  EXPECT_NE(from_environment.find("OPENBLAS_CORETYPE=Haswell is set in the environment"),
+            std::string::npos)
+      << from_environment;
+  EXPECT_NE(from_environment.find("OPENBLAS_CORETYPE=SkylakeX "), std::string::npos);
+  const std::string chosen = kernel_advice("Zen", "avx512", true, "");
+  EXPECT_NE(chosen.find("AVX2 'Zen' kernel"), std::string::npos) << chosen;
+  EXPECT_NE(chosen.find("OpenBLAS chose it"), std::string::npos) << chosen;
+}
+
 TEST(Gemm, NegativeSizeIsAnError) {
   std::vector<double> x(4);
   EXPECT_THROW(
