@@ -112,14 +112,19 @@ def openblas_coretype():
     return picked, "from cluster/env.sh" if picked else "chosen by OpenBLAS"
 
 
+def cpuinfo_field(cpuinfo_text, name):
+    """The first processor's `name` field in /proc/cpuinfo text ("" when absent)."""
+    for line in cpuinfo_text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == name:
+            return value.strip()
+    return ""
+
+
 def bf16_unsupported_reason(cpuinfo_text):
     """Why bf16 rows cannot run on a CPU with this /proc/cpuinfo ("" when they can): attnlab's
     bf16 products need avx512_bf16 or amx_bf16, as blas::bf16_unsupported_reason says."""
-    flags = set()
-    for line in cpuinfo_text.splitlines():
-        if line.startswith("flags"):
-            flags = set(line.split(":", 1)[1].split())
-            break
+    flags = set(cpuinfo_field(cpuinfo_text, "flags").split())
     if flags & {"avx512_bf16", "amx_bf16"}:
         return ""
     return "this CPU has neither avx512_bf16 nor amx_bf16 (/proc/cpuinfo)"
@@ -252,16 +257,50 @@ def run_kernels(build_dir, threads, coretype, quick, log):
     return json.loads(done.stdout)["benchmarks"]
 
 
-def machine():
-    model, cores = platform.processor(), os.cpu_count()
+# The vector features the kernels choose between (sgemm's and the bf16 products' code paths).
+VECTOR_FEATURES = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+
+
+def amd_generation(family, flags):
+    """The Zen generation of an AMD CPU family (AMD's family numbers: 17h Zen and Zen 2, 19h Zen 3
+    and Zen 4, which alone of the two has AVX-512, 1Ah Zen 5); "" for others."""
+    if family == 23:
+        return "Zen or Zen 2"
+    if family == 25:
+        return "Zen 4" if "avx512f" in flags else "Zen 3"
+    if family == 26:
+        return "Zen 5"
+    return ""
+
+
+def cpu_description(cpuinfo_text):
+    """The page's CPU: a virtual machine often shows only "AMD EPYC" as the model name, which
+    does not say which of three machines made the page, so the family, model and stepping and
+    the vector features follow it, and for AMD the generation they mean."""
+    name = cpuinfo_field(cpuinfo_text, "model name") or platform.processor() or "unknown CPU"
+    flags = set(cpuinfo_field(cpuinfo_text, "flags").split())
+    identity = [f"{key} {cpuinfo_field(cpuinfo_text, field)}"
+                for key, field in (("family", "cpu family"), ("model", "model"),
+                                   ("stepping", "stepping"))
+                if cpuinfo_field(cpuinfo_text, field)]
+    family = cpuinfo_field(cpuinfo_text, "cpu family")
+    if cpuinfo_field(cpuinfo_text, "vendor_id") == "AuthenticAMD" and family.isdigit():
+        generation = amd_generation(int(family), flags)
+        if generation:
+            identity.insert(0, generation)
+    features = [feature for feature in VECTOR_FEATURES if feature in flags]
+    details = ", ".join(identity)
+    details += "; " if details else ""
+    details += ", ".join(features) if features else "none of " + ", ".join(VECTOR_FEATURES)
+    return f"{name} ({details})"
+
+
+def machine(cpuinfo=Path("/proc/cpuinfo")):
     try:
-        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-        for line in lscpu.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        pass
-    return model, cores
+        text = ""
+    return cpu_description(text), os.cpu_count()
 
 
 def git_commit():

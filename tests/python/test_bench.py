@@ -6,6 +6,7 @@ leave out bf16 on a CPU without native bf16 products."""
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -198,6 +199,36 @@ def test_pages_from_before_bf16_rows_have_no_bf16_section(tmp_path):
         del raw["results"][key]["attnlab_bf16"], raw["results"][key]["torch_bf16"]
     page = render(raw, tmp_path)
     assert "## bf16" not in page and "attnlab bf16" not in page and "Not measured" not in page
+
+
+def cpuinfo(vendor, family, model, name, flags):
+    return (f"processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\nmodel\t\t: {model}\n"
+            f"model name\t: {name}\nstepping\t: 1\nflags\t\t: fpu {flags}\n\nprocessor\t: 1\n")
+
+
+def test_the_cpu_line_says_which_machine_made_the_page():
+    describe = run_bench.cpu_description
+    # Three machines a hypervisor shows alike as "AMD EPYC", told apart by family and AVX-512.
+    assert describe(cpuinfo("AuthenticAMD", 25, 1, "AMD EPYC", "avx2 fma")) == (
+        "AMD EPYC (Zen 3, family 25, model 1, stepping 1; avx2)")
+    assert describe(cpuinfo("AuthenticAMD", 25, 17, "AMD EPYC", "avx2 avx512f avx512_bf16")) == (
+        "AMD EPYC (Zen 4, family 25, model 17, stepping 1; avx2, avx512f, avx512_bf16)")
+    assert describe(cpuinfo("AuthenticAMD", 26, 2, "AMD EPYC", "avx2 avx512f avx512_bf16")) == (
+        "AMD EPYC (Zen 5, family 26, model 2, stepping 1; avx2, avx512f, avx512_bf16)")
+    # Intel: no generation is guessed; AMX shows in the features.
+    assert describe(cpuinfo("GenuineIntel", 6, 143, "Intel(R) Xeon(R) Processor",
+                            "avx2 avx512f avx512_bf16 amx_tile amx_bf16")) == (
+        "Intel(R) Xeon(R) Processor (family 6, model 143, stepping 1; "
+        "avx2, avx512f, avx512_bf16, amx_bf16)")
+    assert describe("vendor_id\t: AuthenticAMD\nmodel name\t: Old\nflags\t: fpu sse2\n") == (
+        "Old (none of avx2, avx512f, avx512_bf16, amx_bf16)")
+
+
+def test_the_page_names_the_cpu_from_cpuinfo(tmp_path):
+    path = tmp_path / "cpuinfo"
+    path.write_text(cpuinfo("AuthenticAMD", 26, 2, "AMD EPYC", "avx2 avx512f"))
+    assert run_bench.machine(path) == ("AMD EPYC (Zen 5, family 26, model 2, stepping 1; "
+                                       "avx2, avx512f)", os.cpu_count())
 
 
 def test_bf16_rows_follow_the_cpu_flags(tmp_path):
