@@ -243,6 +243,16 @@ def verdict(ratio, target, higher_is_better=True):
     return missed(100 * (ratio / target - 1), ratio / target, "less")
 
 
+def mfu_verdict(mfu, target):
+    """The verdict on an MFU: a step cannot run its products faster than the peak product, so an
+    MFU above 100% says the peak was measured low (too few or too early products), and no verdict
+    stands on it."""
+    if mfu > 1.0:
+        return (f"not judged: an MFU of {100 * mfu:.1f}% means the peak was measured below the "
+                "rate the step reached")
+    return verdict(mfu, target)
+
+
 def run_kernels(build_dir, threads, coretype, quick, log):
     """attnlab_kernels at `threads`, as Google Benchmark JSON."""
     command = [str(build_dir / "bench" / "attnlab_kernels"), f"--threads={threads}",
@@ -362,7 +372,7 @@ def mfu_table(rows, results):
         torch_mfu_cpu = med(t, "tokens_per_cpu_s") * flops / (peak_cpu * 1e9)
         target = ""
         if row.config == "base" and row.threads == 1:
-            target = f">= {MFU_TARGET:.0%}: {verdict(med(a, 'mfu'), MFU_TARGET)}"
+            target = f">= {MFU_TARGET:.0%}: {mfu_verdict(med(a, 'mfu'), MFU_TARGET)}"
         lines.append(f"| {row.config} | {row.threads} | {flops / 1e6:.1f} M | {fmt(peak)} / "
                      f"{fmt(peak_cpu)} | {fmt(100 * med(a, 'mfu'))}% / "
                      f"{fmt(100 * med(a, 'mfu_cpu'))}% | {fmt(100 * torch_mfu)}% / "
@@ -634,7 +644,7 @@ def bf16_mfu_table(rows, results):
         target = ""
         if row.config == "base" and row.threads == 1:
             target = (f">= {BF16_MFU_TARGET:.0%} (CPU): "
-                      f"{verdict(med(b, 'mfu_cpu'), BF16_MFU_TARGET)}")
+                      f"{mfu_verdict(med(b, 'mfu_cpu'), BF16_MFU_TARGET)}")
         lines.append(f"| {row.config} | {row.threads} | {fmt(peak)} / {fmt(peak_cpu)} | "
                      f"{fmt(peak_gain, 2)}x | {fmt(100 * med(b, 'mfu'))}% / "
                      f"{fmt(100 * med(b, 'mfu_cpu'))}% | {fmt(100 * torch_mfu)}% / "

@@ -140,6 +140,24 @@ def test_verdicts_state_the_shortfall_with_the_digits_that_show_it():
     assert run_bench.verdict(0.25, 0.5, higher_is_better=False) == "met, 2.00x below the limit"
 
 
+def test_an_mfu_above_100_percent_gets_no_verdict(tmp_path):
+    # A step cannot run its products faster than the peak product: 114.5% says the peak was
+    # measured low, and neither "met" nor "MISSED" may stand on it.
+    assert run_bench.mfu_verdict(1.145, 0.8) == (
+        "not judged: an MFU of 114.5% means the peak was measured below the rate the step reached")
+    assert run_bench.mfu_verdict(1.0, 0.8) == "met, 1.25x the target"
+    assert run_bench.mfu_verdict(0.869, 0.9) == "MISSED by 3% (needs 1.04x faster)"
+    raw = synthetic_raw()
+    raw["results"]["base t1"]["attnlab_bf16"][0].update(mfu=1.2, mfu_cpu=1.145)
+    raw["results"]["base t1"]["attnlab"][0].update(mfu=1.03, mfu_cpu=1.03)
+    page = render(raw, tmp_path)
+    bf16 = table_row(section(page, "### bf16 model FLOPs utilisation"), "| base | 1 |")
+    assert bf16[6] == (">= 80% (CPU): not judged: an MFU of 114.5% means the peak was measured "
+                       "below the rate the step reached")
+    fp32 = table_row(section(page, "## Model FLOPs utilisation"), "| base | 1 |")
+    assert fp32[6].startswith(">= 90%: not judged: an MFU of 103.0%")
+
+
 def test_bf16_section_renders_ratios_and_verdicts(tmp_path):
     page = render(synthetic_raw(), tmp_path)
     assert "## bf16 matrix products (attnlab --precision bf16, PyTorch autocast-bf16)" in page
