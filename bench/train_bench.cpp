@@ -25,6 +25,7 @@
 #include "bench/bench_configs.h"
 #include "core/decode/beam.h"
 #include "core/decode/greedy.h"
+#include "core/model/decode_buffers.h"
 #include "core/model/param_count.h"
 #include "core/model/transformer.h"
 #include "core/optim/adam.h"
@@ -314,8 +315,9 @@ int run(const Options& o) {
 
   DecodeResult greedy, beam;
   if (o.decode_repeats > 0) {
-    // The repeats decode batch after batch as an evaluation does, which reuses pack buffers.
-    const blas::PackBufferReuse reuse_packs;
+    // The repeats decode batch after batch as an evaluation does, which reuses pack and KV
+    // cache buffers.
+    const DecodeBufferReuse reuse_buffers;
     Batch source = random_batch(config, o.decode_batch, o.decode_source, 7);
     // Random weights can make eos the most likely token and end decoding at once; a zero output
     // row gives eos logit 0, below the best of N random logits, so every sentence runs the full

@@ -4,7 +4,9 @@
 #include "core/model/layer.h"
 
 #include <algorithm>
+#include <utility>
 
+#include "core/model/decode_buffers.h"
 #include "core/model/param_names.h"
 
 namespace attnlab {
@@ -74,13 +76,19 @@ LayerParams layer_params(const ParamTable& table, const ModelConfig& config, boo
 template <typename T>
 KvCache<T>::KvCache(int64_t batch, int64_t heads, int64_t key_width, int64_t value_width,
                     int64_t capacity)
-    : keys(static_cast<size_t>(batch * heads * capacity * key_width)),
-      values(static_cast<size_t>(batch * heads * capacity * value_width)),
+    : keys(kv_buffers::take<T>(batch * heads * capacity * key_width)),
+      values(kv_buffers::take<T>(batch * heads * capacity * value_width)),
       batch(batch),
       heads(heads),
       key_width(key_width),
       value_width(value_width),
       capacity(capacity) {}
+
+template <typename T>
+KvCache<T>::~KvCache() {
+  kv_buffers::give_back(std::move(keys));
+  kv_buffers::give_back(std::move(values));
+}
 
 template <typename T>
 void KvCache<T>::append(TensorView<const T> new_keys, TensorView<const T> new_values) {

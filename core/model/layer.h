@@ -53,7 +53,14 @@ struct KvCache {
   int64_t batch = 0, heads = 0, key_width = 0, value_width = 0, capacity = 0, length = 0;
 
   KvCache() = default;
+  // The buffers come from, and go back to, the kept ones while a DecodeBufferReuse lives
+  // (decode_buffers.h); their contents past `length` positions are never read.
   KvCache(int64_t batch, int64_t heads, int64_t key_width, int64_t value_width, int64_t capacity);
+  KvCache(const KvCache&) = default;
+  KvCache& operator=(const KvCache&) = default;
+  KvCache(KvCache&&) noexcept = default;
+  KvCache& operator=(KvCache&&) noexcept = default;
+  ~KvCache();
   TensorView<T> key_view() { return TensorView<T>(keys.data(), {batch, heads, length, key_width}); }
   TensorView<T> value_view() {
     return TensorView<T>(values.data(), {batch, heads, length, value_width});

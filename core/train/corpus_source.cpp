@@ -12,7 +12,7 @@
 #include "core/io/checkpoint_dir.h"
 #include "core/io/h5.h"
 #include "core/io/run_log.h"
-#include "core/tensor/blas.h"
+#include "core/model/decode_buffers.h"
 #include "core/train/checkpoints.h"
 #include "core/util/check.h"
 #include "core/util/isolated.h"
@@ -302,8 +302,9 @@ Translation translate_set(Transformer<float>& model, const Tokenizer& tokenizer,
                           const BeamOptions& options, bool score_references) {
   Translation translation;
   translation.hypotheses.assign(static_cast<size_t>(set.sentences), "");
-  // Every batch's decoder state packs the same weights: their buffers serve batch after batch.
-  const blas::PackBufferReuse reuse_packs;
+  // Every batch's decoder state packs the same weights and makes caches of the same sizes: their
+  // buffers serve batch after batch.
+  const DecodeBufferReuse reuse_buffers;
   for (size_t b = 0; b < set.batches.size(); ++b) {
     if (score_references) {
       const ops::LossSums sums = model.forward(set.batches[b], 0.0f, false, 0);

@@ -12,7 +12,7 @@
 #include "core/decode/beam.h"
 #include "core/decode/greedy.h"
 #include "core/metrics/bleu.h"
-#include "core/tensor/blas.h"
+#include "core/model/decode_buffers.h"
 #include "core/util/fault.h"
 #include "core/util/rng.h"
 
@@ -327,8 +327,9 @@ EvalRow Trainer::evaluate(bool with_accuracy, bool with_bleu_requested) {
   EvalSums sums;
   const bool with_bleu = with_bleu_requested && data_->has_text();
   BleuStats bleu;
-  // Every batch's decoder state packs the same weights: their buffers serve batch after batch.
-  const blas::PackBufferReuse reuse_packs;
+  // Every batch's decoder state packs the same weights and makes caches of the same sizes: their
+  // buffers serve batch after batch.
+  const DecodeBufferReuse reuse_buffers;
   for (size_t b = static_cast<size_t>(rank); b < batches.size(); b += static_cast<size_t>(world)) {
     const ops::LossSums s =
         model_.forward(batches[b], static_cast<float>(config_.train.label_smoothing), false, 0);

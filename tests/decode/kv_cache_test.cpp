@@ -9,8 +9,10 @@
 #include <tuple>
 #include <vector>
 
+#include "core/decode/beam.h"
 #include "core/decode/decoder_state.h"
 #include "core/decode/greedy.h"
+#include "core/model/decode_buffers.h"
 #include "core/model/param_names.h"
 #include "tests/common/model_variants.h"
 #include "tests/common/tiny_model.h"
@@ -211,6 +213,72 @@ TEST(KvCache, ReorderWithinAndAcrossSentencesKeepsEachRowsHistory) {
     for (int64_t j = 0; j < vocab; ++j) {
       EXPECT_NEAR(logits[r * vocab + j], expected[j], 1e-12) << "row " << r << ", token " << j;
     }
+  }
+}
+
+// KV caches take the buffers of caches that ended only while a DecodeBufferReuse lives, the
+// smallest that is large enough, and none stay kept once the last scope ends.
+TEST(DecodeBufferReuse, CachesTakeTheBuffersOfCachesThatEnded) {
+  using Reuse = DecodeBufferReuse;
+  using Cache = ::attnlab::KvCache<float>;  // the fixture above is also named KvCache
+  const int64_t elements = 2 * 3 * 6 * 4;   // batch 2, 3 heads, capacity 6, width 4
+  { const Cache cache(2, 3, 4, 4, 6); }
+  EXPECT_EQ(Reuse::kept_elements<float>(), 0) << "no reuse scope: freed with the cache";
+  {
+    const Reuse reuse;
+    const float* keys = nullptr;
+    {
+      const Cache first(2, 3, 4, 4, 6);
+      keys = first.keys.data();
+    }
+    EXPECT_EQ(Reuse::kept_elements<float>(), 2 * elements);
+    {
+      const Reuse nested;
+      // A cache of half the positions takes the two kept buffers (keys and values), whole.
+      const Cache smaller(2, 3, 4, 4, 3);
+      EXPECT_EQ(Reuse::kept_elements<float>(), 0);
+      EXPECT_TRUE(smaller.keys.data() == keys || smaller.values.data() == keys);
+      EXPECT_EQ(smaller.keys.size(), static_cast<size_t>(elements));
+      const Cache same(2, 3, 4, 4, 6);  // nothing kept left: fresh memory
+      // Larger than anything kept: fresh memory, and zeroed like a new vector.
+      const Cache larger(2, 3, 4, 4, 12);
+      EXPECT_EQ(larger.keys.size(), static_cast<size_t>(2 * elements));
+    }
+    EXPECT_EQ(Reuse::kept_elements<float>(), 2 * elements + 2 * elements + 2 * 2 * elements)
+        << "the outer scope still lives";
+    EXPECT_EQ(Reuse::kept_elements<double>(), 0) << "each element type keeps its own";
+  }
+  EXPECT_EQ(Reuse::kept_elements<float>(), 0) << "the last scope has ended";
+}
+
+// Buffers reused from a longer decoding hold its stale keys and values; a decoding made in them
+// must equal one made in fresh memory (greedy, and beam search, whose reorders swap buffers).
+TEST(DecodeBufferReuse, DecodingInReusedBuffersEqualsDecodingInFreshOnes) {
+  const ModelConfig config = small_config();
+  Transformer<float> model(config, 5);
+  Batch longer;
+  longer.size = 3;
+  longer.src_length = 7;
+  longer.src = {3, 4, 5, 6, 7, 8, 2, 9, 10, 11, 12, 3, 4, 2, 5, 6, 7, 8, 9, 10, 2};
+  Batch source;
+  source.size = 2;
+  source.src_length = 4;
+  source.src = {5, 9, 3, 2, 12, 4, 2, 0};
+  BeamOptions options;
+  options.beam = 3;
+  options.max_len_offset = 6;
+  const auto fresh_greedy = greedy_decode(model, source, 9);
+  const auto fresh_beam = beam_decode(model, source, options);
+  const DecodeBufferReuse reuse;
+  greedy_decode(model, longer, 20);
+  beam_decode(model, longer, options);
+  ASSERT_GT(DecodeBufferReuse::kept_elements<float>(), 0);
+  EXPECT_EQ(greedy_decode(model, source, 9), fresh_greedy);
+  const auto reused_beam = beam_decode(model, source, options);
+  ASSERT_EQ(reused_beam.size(), fresh_beam.size());
+  for (size_t i = 0; i < fresh_beam.size(); ++i) {
+    EXPECT_EQ(reused_beam[i].tokens, fresh_beam[i].tokens) << i;
+    EXPECT_EQ(reused_beam[i].log_prob, fresh_beam[i].log_prob) << i;
   }
 }
 
