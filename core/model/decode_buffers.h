@@ -13,7 +13,7 @@ namespace attnlab {
 // next caches take them instead of fresh memory; it also keeps packed-weight buffers as a
 // blas::PackBufferReuse does. Decoding a split makes a decoder state per batch (Trainer::evaluate,
 // translate_set), and a fresh buffer's first touch costs a page fault per 4 KiB: small's 32
-// sentences x 33 positions take 13 MB of caches per batch, base's 52 MB. Scopes nest; when the
+// sentences x 33 positions take 13 MB of caches per batch, base's 51 MB. Scopes nest; when the
 // last ends the kept buffers are freed, so no memory stays held between evaluations.
 class DecodeBufferReuse {
  public:
