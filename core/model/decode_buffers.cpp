@@ -1,6 +1,5 @@
 #include "core/model/decode_buffers.h"
 
-#include <algorithm>
 #include <utility>
 
 namespace attnlab {
@@ -22,9 +21,8 @@ DecodeBufferReuse::DecodeBufferReuse() { ++t_reuse_scopes; }
 
 DecodeBufferReuse::~DecodeBufferReuse() {
   if (--t_reuse_scopes == 0) {
-    // Freed, not cleared: clear() would keep the outer vectors' storage only, but swap frees all.
-    std::vector<std::vector<float>>().swap(kept<float>());
-    std::vector<std::vector<double>>().swap(kept<double>());
+    kept<float>().clear();
+    kept<double>().clear();
   }
 }
 

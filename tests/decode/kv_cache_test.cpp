@@ -4,6 +4,7 @@
 // 8.9e-16, which includes the test's own log-softmax against the model's).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -243,6 +244,8 @@ TEST(DecodeBufferReuse, CachesTakeTheBuffersOfCachesThatEnded) {
       // Larger than anything kept: fresh memory, and zeroed like a new vector.
       const Cache larger(2, 3, 4, 4, 12);
       EXPECT_EQ(larger.keys.size(), static_cast<size_t>(2 * elements));
+      EXPECT_TRUE(
+          std::all_of(larger.keys.begin(), larger.keys.end(), [](float x) { return x == 0.0f; }));
     }
     EXPECT_EQ(Reuse::kept_elements<float>(), 2 * elements + 2 * elements + 2 * 2 * elements)
         << "the outer scope still lives";
